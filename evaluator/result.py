@@ -1,0 +1,106 @@
+"""The Result: the contract every part of kjudge speaks (DESIGN.md, "The result").
+
+Fields may be added; none may change meaning. The evaluator builds it, the worker stores it,
+the API serves it and the CLI prints it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Verdict(StrEnum):
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    INCORRECT = "incorrect"
+    CORRECT = "correct"
+    REJECTED = "rejected"
+
+
+class Status(StrEnum):
+    QUEUED = "queued"
+    COMPILING = "compiling"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class Language(StrEnum):
+    KERNELBENCH = "kernelbench"
+    HIP = "hip"
+    CUDA = "cuda"
+    TRITON = "triton"
+    CPP = "cpp"
+
+
+class Backend(StrEnum):
+    ROCM = "rocm"
+    CUDA = "cuda"
+    CPU = "cpu"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Target(_Model):
+    backend: Backend
+    arch: str = Field(description="device architecture: sm_90, gfx942, or the host ISA for cpu")
+    device: str = Field(description="the device's marketing name, e.g. 'NVIDIA H100 80GB HBM3'")
+
+
+class Correctness(_Model):
+    trials: int
+    passed: int
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    atol: float
+    rtol: float
+    message: str | None = Field(default=None, description="why the first failing trial failed")
+
+
+class Timing(_Model):
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    n: int
+    l2_flushed: bool
+
+
+class Baseline(_Model):
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+
+
+class Speedup(_Model):
+    vs_eager: float | None = None
+    vs_compile: float | None = None
+
+
+class Logs(_Model):
+    compile: str = ""
+    run: str = ""
+
+
+class Result(_Model):
+    id: str | None = None
+    problem_id: str
+    status: Status = Status.DONE
+    verdict: Verdict | None = None
+    compiled: bool = False
+    correct: bool = False
+    correctness: Correctness | None = None
+    timing: Timing | None = None
+    baseline: Baseline | None = None
+    speedup: Speedup | None = None
+    flags: list[str] = Field(default_factory=list)
+    target: Target | None = None
+    logs: Logs = Field(default_factory=Logs)
+    durations_s: dict[str, float] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    message: str | None = Field(default=None, description="one line for the author: what to fix")

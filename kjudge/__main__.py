@@ -1,0 +1,5 @@
+import sys
+
+from kjudge.cli import main
+
+sys.exit(main())
