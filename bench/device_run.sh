@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Everything kjudge needs to check on a lent GPU machine, in one call (device time is scarce).
+# Usage on the device: bash bench/device_run.sh [tests|bench|all]   (carry .whl)
+# Writes logs and JSON results under $OUT (or ./device-out when $OUT is unset).
+set -uo pipefail
+OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+what=${1:-all}
+export PYTHONUNBUFFERED=1
+
+# Missing pure-Python deps travel as wheels; bubblewrap as a .deb unpacked under /tmp.
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || exit 1
+fi
+if ! command -v bwrap >/dev/null 2>&1 && ls .whl/deb/bubblewrap*.deb >/dev/null 2>&1; then
+    dpkg -x .whl/deb/bubblewrap*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
+fi
+export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export KJUDGE_HOME=/tmp/kjudge-home
+
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c 'import sys, torch, triton; print(sys.version); print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))'
+    command -v bwrap && bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev true && echo "bwrap ok"
+    nproc
+} 2>&1 | tee "$OUT/env.txt"
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    gpu_dirs=$(ls -d tests/evaluator tests/build tests/integrity tests/adversarial tests/problems 2>/dev/null)
+    python3 -m pytest -m gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs \
+        2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+    for b in bench/eval_latency.py bench/reference_kernels.py bench/compile_latency.py; do
+        [ -f "$b" ] || continue
+        name=$(basename "$b" .py)
+        python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -30
+    done
+fi
