@@ -1,0 +1,94 @@
+"""The service's settings: one pydantic-settings class shared by api/ and worker/.
+
+Every field reads `KJUDGE_<NAME>` from the environment. With nothing set, kjudge runs on the
+embedded default (SQLite + kombu's filesystem broker under KJUDGE_HOME, no external servers);
+KJUDGE_DATABASE_URL / KJUDGE_BROKER_URL switch to PostgreSQL / Redis.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KJUDGE_", extra="ignore")
+
+    home: Path = Field(default=Path("~/.kjudge"), description="state of the embedded default")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default: SQLite in home")
+    broker_url: str | None = Field(default=None, description="Celery broker; default: filesystem in home")
+    redis_url: str | None = Field(
+        default=None, description="Redis for rate limits; default: the broker when it is Redis"
+    )
+
+    # Auth. Without keys the API answers loopback clients only (the embedded default).
+    api_keys_required: bool = False
+    default_rate_limit_per_min: int = 600
+    anonymous_rate_limit_per_min: int | None = None
+
+    # Input limits.
+    max_source_bytes: int = 1 << 20
+    max_batch_items: int = 1000
+    max_body_bytes: int = 64 << 20
+    long_poll_max_s: float = 60.0
+
+    # Database pool (per API process).
+    db_pool_size: int = 10
+    db_max_overflow: int = 20
+    db_connect_timeout_s: int = 5
+
+    # Reconciler / worker deadlines (read by worker/).
+    queued_grace_s: float = 120.0  # a `queued` row older than this is enqueued again
+    running_lease_s: float = 1800.0  # a `running` row whose lease expired is enqueued again
+    max_attempts: int = 3  # deliveries before a submission is marked `error`
+
+    @property
+    def home_dir(self) -> Path:
+        return self.home.expanduser()
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.home_dir / 'kjudge.db'}"
+
+    @property
+    def broker_dir(self) -> Path:
+        """The folder kombu's filesystem transport exchanges messages through."""
+        return self.home_dir / "broker"
+
+    @property
+    def effective_broker_url(self) -> str:
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_transport_options(self) -> dict[str, Any]:
+        if self.effective_broker_url.startswith("filesystem"):
+            folder = str(self.broker_dir / "queue")
+            return {
+                "data_folder_in": folder,
+                "data_folder_out": folder,
+                "processed_folder": str(self.broker_dir / "processed"),
+                "store_processed": False,
+            }
+        return {}
+
+    @property
+    def effective_redis_url(self) -> str | None:
+        if self.redis_url:
+            return self.redis_url
+        url = self.effective_broker_url
+        return url if url.startswith(("redis://", "rediss://")) else None
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.effective_database_url.startswith("sqlite")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

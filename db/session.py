@@ -1,0 +1,79 @@
+"""Engines and sessions, one factory for api/ and worker/.
+
+`get_sessionmaker()` is cached per database URL so every caller in a process shares one pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.settings import Settings, get_settings
+
+
+def make_engine(
+    url: str, *, pool_size: int = 10, max_overflow: int = 20, connect_timeout_s: int = 5
+) -> Engine:
+    """An engine tuned for the backend: pre-ping so the service recovers by itself after
+    PostgreSQL restarts; WAL + busy timeout so the API and the local worker share SQLite."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        return engine
+    connect_args = {"connect_timeout": connect_timeout_s} if url.startswith("postgresql") else {}
+    return sa.create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=10,
+        connect_args=connect_args,
+    )
+
+
+@lru_cache(maxsize=8)
+def _engine_for(url: str, pool_size: int, max_overflow: int, connect_timeout_s: int) -> Engine:
+    return make_engine(
+        url, pool_size=pool_size, max_overflow=max_overflow, connect_timeout_s=connect_timeout_s
+    )
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    s = settings or get_settings()
+    return _engine_for(s.effective_database_url, s.db_pool_size, s.db_max_overflow, s.db_connect_timeout_s)
+
+
+def get_sessionmaker(settings: Settings | None = None) -> sessionmaker[Session]:
+    return sessionmaker(bind=get_engine(settings), expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on any exception."""
+    session = get_sessionmaker(settings)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
