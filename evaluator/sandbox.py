@@ -1,30 +1,66 @@
-"""Running untrusted candidate code in a child process with limits.
+"""Running untrusted candidate code (compile or run step) in a bubblewrap sandbox with limits.
 
-INTERIM version: a plain child process in its own process group with rlimits and a wall-clock
-limit. The bubblewrap hardening (no network, read-only filesystem, scrubbed env, GPU nodes
-only) replaces the body of `run_sandboxed`; its signature is the contract (docs/internals.md).
+Layers, each covering what the others cannot:
+- bubblewrap (sandbox_bwrap.py): no network, private pid/ipc/uts namespaces, read-only
+  filesystem except scratch, no capabilities, only the GPU's device nodes.
+- rlimits on the child: CPU seconds, file size, core dumps off, processes (only effective when
+  the worker is not root), address space on CPU-only runs.
+- a cgroup per run when the machine allows it (sandbox_cgroup.py): `pids.max` and a memory
+  limit enforced by the kernel even for root.
+- this module's watchdog: wall clock, output volume (pipes are read incrementally; head and tail
+  kept, killed beyond a hard cap), disk used in the writable dirs, and — where no cgroup is
+  available — the process count and resident memory of the whole tree.
+A kill takes the whole sandbox: bwrap's pid-namespace init dies, the kernel kills the rest.
+
+If bubblewrap cannot be used, untrusted code is refused (`SandboxRun.refused` says why, callers
+turn it into verdict `rejected`) unless the operator opted out with `KJUDGE_UNSAFE_NO_SANDBOX=1`
+or `unsafe_no_sandbox=True`; then the same limits apply without the namespaces.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import resource
+import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from evaluator import sandbox_bwrap
+from evaluator.sandbox_cgroup import RunCgroup
+
+UNSAFE_ENV = "KJUDGE_UNSAFE_NO_SANDBOX"
+EXTRA_RO_ENV = "KJUDGE_SANDBOX_EXTRA_RO"  # operator-added read-only paths, ':'-separated
+
+# Reasons a run was killed by the sandbox (SandboxRun.killed_reason).
+WALL_CLOCK = "wall_clock"
+OUTPUT_LIMIT = "output_limit"
+MEMORY_LIMIT = "memory_limit"
+PROCESS_LIMIT = "process_limit"
+DISK_LIMIT = "disk_limit"
+CPU_LIMIT = "cpu_limit"
+
+_POLL_S = 0.05
+_TREE_POLL_S = 0.1
+_DISK_POLL_S = 0.5
 
 
 class Limits(BaseModel):
     wall_s: float = 600.0
     cpu_s: int = 1200
-    memory_bytes: int | None = None  # address-space limit; None on GPU (CUDA maps huge VA ranges)
+    memory_bytes: int | None = None  # host memory; RLIMIT_AS only on CPU runs (CUDA maps huge VA ranges)
     file_bytes: int = 2 << 30
     nproc: int = 4096
-    output_bytes: int = 1 << 20  # stdout/stderr kept (tail) per stream
+    output_bytes: int = 1 << 20  # stdout/stderr kept per stream (head + tail)
+    output_kill_bytes: int = 64 << 20  # stdout+stderr beyond this: killed as a flood
+    disk_bytes: int = 4 << 30  # scratch + writable dirs, and the size of /tmp and /dev/shm
+    max_files: int = 100_000  # files in scratch + writable dirs
 
 
 class SandboxRun(BaseModel):
@@ -34,20 +70,163 @@ class SandboxRun(BaseModel):
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    killed_reason: str | None = None  # one of the *_LIMIT / WALL_CLOCK names above
+    sandboxed: bool = True  # False only when the operator opted out of bubblewrap
+    refused: str | None = None  # set when nothing ran because no sandbox could be made
 
 
-def _tail(data: bytes, limit: int) -> str:
-    if len(data) > limit:
-        data = b"[... output truncated ...]\n" + data[-limit:]
-    return data.decode("utf-8", errors="replace")
+# Defence in depth: the caller passes a scrubbed env, but a variable that looks like a secret
+# never reaches a candidate even if a caller slips.
+_SECRET_NAME = re.compile(
+    r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE|CREDENTIAL|DATABASE_URL|BROKER_URL|"
+    r"REDIS_URL|POSTGRES|PGPASS|AWS_|GCP_|AZURE_|SSH_AUTH)",
+    re.IGNORECASE,
+)
+_URL_WITH_CREDENTIALS = re.compile(r"://[^/\s]*:[^/\s]*@")
 
 
-def _set_limits(limits: Limits) -> None:
-    os.setsid()
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    if limits.memory_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+def scrub_env(env: dict[str, str]) -> dict[str, str]:
+    return {
+        k: v for k, v in env.items() if not _SECRET_NAME.search(k) and not _URL_WITH_CREDENTIALS.search(v)
+    }
+
+
+def unsafe_opt_out() -> bool:
+    return os.environ.get(UNSAFE_ENV, "") not in ("", "0", "false", "no")
+
+
+def sandbox_status() -> sandbox_bwrap.Probe:
+    """Whether bubblewrap works here (probed once per process)."""
+    return sandbox_bwrap.probe()
+
+
+def describe(run: SandboxRun, limits: Limits) -> str | None:
+    """One line for the author when the sandbox stopped the run; None otherwise."""
+    mib = 1 << 20
+    match run.killed_reason:
+        case None:
+            if run.signal == signal.SIGXCPU:
+                return f"killed: used more than {limits.cpu_s} s of CPU time"
+            if run.signal == signal.SIGXFSZ:
+                return f"killed: wrote a file larger than {limits.file_bytes // mib} MiB"
+            return None
+        case "wall_clock":
+            return f"killed: still running after the {limits.wall_s:g} s wall-clock limit"
+        case "output_limit":
+            return f"killed: wrote more than {limits.output_kill_bytes // mib} MiB to stdout/stderr"
+        case "memory_limit":
+            return f"killed: used more than {(limits.memory_bytes or 0) // mib} MiB of host memory"
+        case "process_limit":
+            return f"killed: started more than {limits.nproc} processes/threads"
+        case "disk_limit":
+            return (
+                f"killed: wrote more than {limits.disk_bytes // mib} MiB or {limits.max_files} files to disk"
+            )
+        case "cpu_limit":
+            return f"killed: used more than {limits.cpu_s} s of CPU time"
+    return f"killed by the sandbox ({run.killed_reason})"
+
+
+class _Capture:
+    """Keeps the head and the tail of a stream; counts everything."""
+
+    def __init__(self, keep: int) -> None:
+        self.head_limit = min(64 << 10, keep // 4)
+        self.tail_limit = keep - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    def text(self) -> str:
+        tail = bytes(self.tail[-self.tail_limit :]) if self.tail_limit else b""
+        skipped = self.total - len(self.head) - len(tail)
+        sep = f"\n[... {skipped} bytes omitted ...]\n".encode() if skipped > 0 else b""
+        return (bytes(self.head) + sep + tail).decode("utf-8", errors="replace")
+
+
+def _child_setup(limits: Limits, gpu: bool, cgroup_fds: list[int]) -> Callable[[], None]:
+    # Runs between fork and exec: syscalls only (no locks, no imports).
+    def setup() -> None:
+        for fd in cgroup_fds:
+            os.write(fd, b"0")
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+        if limits.memory_bytes is not None and not gpu:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    return setup
+
+
+def _proc_tree(root: int) -> tuple[int, int]:
+    """(threads, resident bytes) of `root` and all its descendants, read from /proc."""
+    parent: dict[int, int] = {}
+    info: dict[int, tuple[int, int]] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(stat[1])
+        info[pid] = (int(stat[17]), int(stat[21]) * page)  # num_threads, rss pages
+    members = {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parent.items():
+            if ppid in members and pid not in members:
+                members.add(pid)
+                changed = True
+    threads = sum(info.get(p, (0, 0))[0] for p in members)
+    rss = sum(info.get(p, (0, 0))[1] for p in members)
+    return threads, rss
+
+
+def _disk_usage(dirs: Sequence[Path], max_files: int) -> tuple[int, int]:
+    """(bytes, files) under `dirs`, stopping early past `max_files`."""
+    total = files = 0
+    stack = [str(d) for d in dirs]
+    while stack and files <= max_files:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for e in it:
+                    files += 1
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        else:
+                            total += e.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return total, files
+
+
+def _data_fd(text: str) -> int:
+    """A pipe's read end holding `text` (bwrap copies it into a file inside the sandbox)."""
+    r, w = os.pipe()
+    os.write(w, text.encode())
+    os.close(w)
+    return r
 
 
 def run_sandboxed(
@@ -59,30 +238,164 @@ def run_sandboxed(
     env: dict[str, str],
     readonly_paths: Sequence[Path] = (),
     writable_paths: Sequence[Path] = (),
+    unsafe_no_sandbox: bool = False,
 ) -> SandboxRun:
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=scratch,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=lambda: _set_limits(limits),
-    )
-    timed_out = False
+    """Run `argv` in the sandbox with `scratch` as its writable working directory.
+
+    Never raises for anything the command does; `refused` is set (and nothing runs) when no
+    sandbox can be made and the operator did not opt out.
+    """
+    scratch = Path(scratch)
+    probe = sandbox_bwrap.probe()
+    use_bwrap = probe.available
+    if not use_bwrap and not (unsafe_no_sandbox or unsafe_opt_out()):
+        return SandboxRun(
+            returncode=None,
+            sandboxed=False,
+            refused=(
+                f"refused to run untrusted code without a sandbox: {probe.reason}. Install bubblewrap "
+                f"and allow user namespaces, or set {UNSAFE_ENV}=1 to run unsandboxed (unsafe)."
+            ),
+        )
+    env = scrub_env(env)
+    cgroup = RunCgroup.create(pids_max=limits.nproc, memory_bytes=limits.memory_bytes)
+    fds: list[int] = []
     try:
-        out, err = proc.communicate(timeout=limits.wall_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+        cgroup_fds = cgroup.open_procs_fds() if cgroup else []
+        fds += cgroup_fds
+        if use_bwrap:
+            passwd_fd, group_fd = _data_fd(sandbox_bwrap.PASSWD), _data_fd(sandbox_bwrap.GROUP)
+            fds += [passwd_fd, group_fd]
+            extra = [Path(p) for p in os.environ.get(EXTRA_RO_ENV, "").split(":") if p]
+            command = sandbox_bwrap.build_argv(
+                argv,
+                scratch=scratch,
+                gpu=gpu,
+                readonly_paths=readonly_paths,
+                writable_paths=writable_paths,
+                tmp_bytes=limits.disk_bytes,
+                userns=probe.userns,
+                passwd_fd=passwd_fd,
+                group_fd=group_fd,
+                extra_readonly=[p for p in extra if p.exists()],
+            )
+            pass_fds: tuple[int, ...] = (passwd_fd, group_fd)
+        else:
+            command, pass_fds = list(argv), ()
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=scratch,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=pass_fds,
+                preexec_fn=_child_setup(limits, gpu, cgroup_fds),
+            )
+        except OSError as exc:
+            return SandboxRun(returncode=None, stderr=f"could not start: {exc}", sandboxed=use_bwrap)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            fds.clear()
+        return _watch(proc, start, limits, cgroup, gpu, [scratch, *map(Path, writable_paths)], use_bwrap)
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if cgroup is not None:
+            cgroup.remove()
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    start: float,
+    limits: Limits,
+    cgroup: RunCgroup | None,
+    gpu: bool,
+    disk_dirs: list[Path],
+    sandboxed: bool,
+) -> SandboxRun:
+    out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    for stream, cap in ((proc.stdout, out), (proc.stderr, err)):
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ, cap)
+    killed: str | None = None
+    next_tree = next_disk = 0.0
+
+    def kill(reason: str) -> None:
+        nonlocal killed
+        killed = killed or reason
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if cgroup is not None:
+            cgroup.kill_all()
+
+    exited_at: float | None = None
+    while sel.get_map():
+        for key, _ in sel.select(timeout=_POLL_S):
+            try:
+                data = os.read(key.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                sel.unregister(key.fileobj)
+                continue
+            key.data.add(data)
+        now = time.monotonic()
+        if killed is None:
+            if out.total + err.total > limits.output_kill_bytes:
+                kill(OUTPUT_LIMIT)
+            elif now - start > limits.wall_s:
+                kill(WALL_CLOCK)
+            elif now >= next_tree and (cgroup is None or not cgroup.has_memory_limit):
+                next_tree = now + _TREE_POLL_S
+                threads, rss = _proc_tree(proc.pid)
+                if cgroup is None and threads > limits.nproc:
+                    kill(PROCESS_LIMIT)
+                elif limits.memory_bytes is not None and rss > limits.memory_bytes:
+                    kill(MEMORY_LIMIT)
+            if killed is None and now >= next_disk:
+                next_disk = now + _DISK_POLL_S
+                used, files = _disk_usage(disk_dirs, limits.max_files)
+                if used > limits.disk_bytes or files > limits.max_files:
+                    kill(DISK_LIMIT)
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+            # The sandbox is gone with bwrap; anything left (unsafe mode) must not hold the pipes.
+            if cgroup is not None:
+                cgroup.kill_all()
+        if exited_at is not None and now - exited_at > 2.0:
+            break  # a process that escaped the tree holds the pipes open: stop reading
+    sel.close()
+    proc.wait()
+    wall = time.monotonic() - start
     rc = proc.returncode
+    if sandboxed and 128 < rc < 128 + 65:
+        # bwrap reports its child's death by signal N as exit status 128+N; report it the way
+        # subprocess does for a direct child, so callers need not know bwrap is in between.
+        rc = -(rc - 128)
+    sig = -rc if rc < 0 else None
+    if killed is None and cgroup is not None:
+        if cgroup.memory_oom_killed():
+            killed = MEMORY_LIMIT
+        elif cgroup.pids_limit_hit() and rc != 0:
+            killed = PROCESS_LIMIT
+    if killed is None and sig == signal.SIGXCPU:
+        killed = CPU_LIMIT
+    for stream in (proc.stdout, proc.stderr):
+        stream.close()
     return SandboxRun(
         returncode=rc,
-        signal=-rc if rc is not None and rc < 0 else None,
-        timed_out=timed_out,
-        stdout=_tail(out, limits.output_bytes),
-        stderr=_tail(err, limits.output_bytes),
-        wall_s=time.monotonic() - start,
+        signal=sig,
+        timed_out=killed == WALL_CLOCK,
+        stdout=out.text(),
+        stderr=err.text(),
+        wall_s=wall,
+        killed_reason=killed,
+        sandboxed=sandboxed,
     )
