@@ -151,7 +151,7 @@ def build_argv(
     extra_readonly: Sequence[Path] = (),
 ) -> list[str]:
     exe = _bwrap() or "bwrap"
-    argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"]
     argv += ["--hostname", "kjudge"]
     if userns:
         argv += ["--unshare-user", "--disable-userns"]
@@ -182,6 +182,9 @@ def build_argv(
     binds = [(p, "--ro-bind") for p in ro if p not in rw] + [(p, "--bind") for p in rw]
     for path, flag in sorted(binds, key=lambda b: (len(b[0].parts), b[1] == "--bind")):
         argv += [flag, str(path), str(path)]
+    # The sandbox's own root is a tmpfs bwrap builds the tree in; freeze it so that nothing
+    # outside scratch, /tmp and /dev/shm is writable (not even in memory).
+    argv += ["--remount-ro", "/"]
     argv += ["--chdir", str(Path(os.path.realpath(scratch)))]
     argv += ["--", *command]
     return argv
