@@ -1,0 +1,60 @@
+"""Worker-only settings and the identity of one worker process.
+
+Shared service settings (database, broker, reconciler deadlines, max attempts) live in
+`api.settings.Settings`; what only a worker process needs lives here, under `KJUDGE_WORKER_`.
+The launcher sets the identity fields (backend, arch, device, gpu) in each child's environment.
+"""
+
+from __future__ import annotations
+
+import socket
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KJUDGE_WORKER_", extra="ignore")
+
+    # Identity (set per child by worker.launcher; defaults describe a plain CPU worker).
+    backend: str = Field(default="cpu", description="cpu, cuda or rocm")
+    arch: str = Field(default_factory=lambda: host_isa(), description="sm_90, gfx942, x86_64 ...")
+    device_name: str = Field(default="", description="marketing name of the device")
+    gpu: str | None = Field(default=None, description="physical GPU index this process is pinned to")
+    take_any: bool = Field(default=False, description="also consume eval.any (GPU workers always do)")
+    queues: str | None = Field(default=None, description="comma-separated queues overriding routing")
+
+    # Celery limits. The soft limit raises inside the task (kjudge's own hang: retried); the hard
+    # limit kills the pool process (the message is rejected and the reconciler takes over).
+    soft_time_limit_s: int = 1800
+    hard_time_limit_s: int = 1900
+
+    # Background loops in the worker's main process.
+    heartbeat_interval_s: float = 10.0
+    reconcile_interval_s: float = 15.0
+    reconcile_batch: int = 500
+
+    # Backoff between retries of kjudge's own failures: base * 2**(attempt-1) seconds.
+    retry_backoff_s: float = 5.0
+
+    @property
+    def worker_id(self) -> str:
+        """hostname:gpu (or hostname:cpu); the key of the `workers` table."""
+        return f"{socket.gethostname()}:{self.gpu if self.gpu is not None else 'cpu'}"
+
+    @property
+    def eval_device(self) -> str:
+        """The torch device the evaluator uses; a pinned GPU is always device 0 of its process."""
+        return "cpu" if self.backend == "cpu" else "cuda"
+
+
+def host_isa() -> str:
+    import platform
+
+    return platform.machine().lower() or "x86_64"
+
+
+@lru_cache(maxsize=1)
+def get_worker_settings() -> WorkerSettings:
+    return WorkerSettings()

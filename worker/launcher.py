@@ -1,0 +1,235 @@
+"""One Celery worker process per GPU, each pinned with CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES.
+
+Why processes and not Celery concurrency: a pinned process sees exactly one device (as device 0),
+so a crashing or hanging evaluation can only ever affect its own GPU, and each process consumes
+only the queues its GPU can serve. Every child runs `celery -A worker.celery_app worker` with
+concurrency 1 and prefetch 1 (late acks: at most one message in flight per GPU).
+
+The Supervisor restarts a child that died (with backoff) and forwards SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from worker import routing
+from worker.config import host_isa
+from worker.devices import Gpu
+
+log = logging.getLogger(__name__)
+
+
+class WorkerSpec(BaseModel):
+    """One child process to run."""
+
+    name: str  # Celery node name prefix, unique on this host
+    backend: str
+    arch: str
+    device_name: str = ""
+    gpu: Gpu | None = None
+    queues: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+
+    def child_env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        env.update(self.env)
+        env["KJUDGE_WORKER_BACKEND"] = self.backend
+        env["KJUDGE_WORKER_ARCH"] = self.arch
+        env["KJUDGE_WORKER_DEVICE_NAME"] = self.device_name
+        env["KJUDGE_WORKER_QUEUES"] = ",".join(self.queues)
+        if self.gpu is not None:
+            env["KJUDGE_WORKER_GPU"] = self.gpu.visible_id
+            var = "HIP_VISIBLE_DEVICES" if self.backend == "rocm" else "CUDA_VISIBLE_DEVICES"
+            env[var] = self.gpu.visible_id
+        else:
+            env.pop("KJUDGE_WORKER_GPU", None)
+            # A CPU worker must not grab a GPU by accident.
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["HIP_VISIBLE_DEVICES"] = ""
+        return env
+
+
+class LaunchError(ValueError):
+    """Bad --gpus/--queues: the message says what exists."""
+
+
+def parse_gpu_selection(selection: str, gpus: Sequence[Gpu]) -> list[Gpu]:
+    """'all' or a comma list of indices (as torch sees them here) → the GPUs to start."""
+    if selection.strip().lower() == "all":
+        if not gpus:
+            raise LaunchError("--gpus all: no GPU is visible to PyTorch on this machine; use --cpu")
+        return list(gpus)
+    chosen: list[Gpu] = []
+    by_index = {g.index: g for g in gpus}
+    for part in selection.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) not in by_index:
+            have = ", ".join(str(i) for i in by_index) or "none"
+            raise LaunchError(f"--gpus {selection}: GPU {part!r} does not exist (visible GPUs: {have})")
+        chosen.append(by_index[int(part)])
+    if not chosen:
+        raise LaunchError("--gpus needs 'all' or a list such as 0,1")
+    return chosen
+
+
+def gpu_spec(gpu: Gpu, queues: list[str] | None = None, extra_queues: Sequence[str] = ()) -> WorkerSpec:
+    q = queues or routing.queues_for_worker(gpu.backend, gpu.arch)
+    return WorkerSpec(
+        name=f"gpu{gpu.visible_id}",
+        backend=gpu.backend,
+        arch=gpu.arch,
+        device_name=gpu.name,
+        gpu=gpu,
+        queues=_unique([*q, *extra_queues]),
+    )
+
+
+def cpu_spec(queues: list[str] | None = None, take_any: bool = False, name: str = "cpu") -> WorkerSpec:
+    arch = host_isa()
+    q = queues or routing.queues_for_worker("cpu", arch, take_any=take_any)
+    return WorkerSpec(name=name, backend="cpu", arch=arch, device_name=f"CPU ({arch})", queues=q)
+
+
+def embedded_spec(gpus: Sequence[Gpu]) -> WorkerSpec:
+    """`kjudge serve`'s single local worker: GPU 0 if there is one, else the CPU, and every queue
+    that device can serve — CPU targets and 'any' included — so a submission never waits for a
+    worker that does not exist."""
+    arch = host_isa()
+    cpu_queues = routing.queues_for_worker("cpu", arch, take_any=True)
+    if gpus:
+        return gpu_spec(gpus[0], extra_queues=cpu_queues)
+    return cpu_spec(take_any=True)
+
+
+def celery_argv(spec: WorkerSpec, loglevel: str = "INFO", pool: str = "prefork") -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "worker.celery_app",
+        "worker",
+        "--queues",
+        ",".join(spec.queues),
+        "--concurrency",
+        "1",
+        "--prefetch-multiplier",
+        "1",
+        "--pool",
+        pool,
+        "--hostname",
+        f"kjudge-{spec.name}@{socket.gethostname()}",
+        # Mingle/gossip are cluster chatter kjudge does not use; they only slow startup.
+        "--without-mingle",
+        "--without-gossip",
+        "--loglevel",
+        loglevel,
+    ]
+
+
+class Supervisor:
+    """Runs the children until told to stop; restarts one that dies, with backoff."""
+
+    def __init__(
+        self, specs: Sequence[WorkerSpec], loglevel: str = "INFO", stop_grace_s: float = 30.0
+    ) -> None:
+        self.specs = list(specs)
+        self.loglevel = loglevel
+        self.stop_grace_s = stop_grace_s
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._backoff: dict[str, float] = {}
+        self._next_start: dict[str, float] = {}
+        self._stopping = False
+
+    def _start(self, spec: WorkerSpec) -> None:
+        argv = celery_argv(spec, self.loglevel)
+        log.info("starting worker %s on queues %s", spec.name, ",".join(spec.queues))
+        self.procs[spec.name] = subprocess.Popen(argv, env=spec.child_env(dict(os.environ)))
+
+    def _signal(self, signum: int, _frame: object) -> None:
+        self._stopping = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._signal)
+        signal.signal(signal.SIGINT, self._signal)
+        for spec in self.specs:
+            self._start(spec)
+        while not self._stopping:
+            now = time.monotonic()
+            for spec in self.specs:
+                proc = self.procs.get(spec.name)
+                if proc is None:
+                    if now >= self._next_start.get(spec.name, 0.0):
+                        self._start(spec)
+                    continue
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                delay = min(self._backoff.get(spec.name, 0.5) * 2, 60.0)
+                self._backoff[spec.name] = delay
+                self._next_start[spec.name] = now + delay
+                del self.procs[spec.name]
+                log.warning("worker %s exited with %s; restarting in %.0f s", spec.name, rc, delay)
+            time.sleep(0.5)
+        return self.stop()
+
+    def stop(self) -> int:
+        # Celery's warm shutdown on SIGTERM: finish the current task, then exit.
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace_s
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                # Cold: the message of an unfinished task is redelivered or reconciled later.
+                kill_tree(proc.pid)
+                proc.wait()
+        return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of pid (Linux /proc), deepest last."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses; the ppid follows the last ')'.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        nxt = children.get(frontier.pop(), [])
+        found.extend(nxt)
+        frontier.extend(nxt)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a Celery worker and its pool processes (they outlive a killed parent)."""
+    for p in [pid, *descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

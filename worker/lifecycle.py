@@ -1,0 +1,123 @@
+"""Hooks into a Celery worker's life: fork safety, the workers registry and the reconciler.
+
+Connected by worker.tasks (imported only by worker processes):
+- worker_process_init (each pool child): drop the database connections inherited over fork.
+- worker_ready (main process): start one background thread that heartbeats the `workers` row
+  and runs the reconciler periodically.
+- worker_shutdown (main process): stop the thread and mark the worker offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
+
+from db.session import get_engine, session_scope
+from worker import reconciler, routing, store
+from worker.config import WorkerSettings, get_worker_settings
+
+log = logging.getLogger(__name__)
+
+_connected = False
+_loop: BackgroundLoop | None = None
+
+
+def worker_queues(wsettings: WorkerSettings) -> list[str]:
+    """The queues this worker consumes: explicit KJUDGE_WORKER_QUEUES, else routing's answer."""
+    if wsettings.queues:
+        return [q.strip() for q in wsettings.queues.split(",") if q.strip()]
+    take_any = True if wsettings.backend != "cpu" else wsettings.take_any
+    return routing.queues_for_worker(wsettings.backend, wsettings.arch, take_any=take_any)
+
+
+def worker_target(wsettings: WorkerSettings) -> dict[str, Any]:
+    target: dict[str, Any] = {
+        "backend": wsettings.backend,
+        "arch": wsettings.arch,
+        "device": wsettings.device_name,
+    }
+    if wsettings.gpu is not None:
+        target["gpu"] = wsettings.gpu
+    return target
+
+
+class BackgroundLoop:
+    """Heartbeat every heartbeat_interval_s, reconcile every reconcile_interval_s; never dies on
+    a database or broker outage (it logs and tries again on the next tick)."""
+
+    def __init__(self, app: Any, wsettings: WorkerSettings) -> None:
+        self._app = app
+        self._ws = wsettings
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kjudge-background", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        next_reconcile = 0.0  # a fresh worker reconciles at once: it may be the one replacing a dead one
+        tick = min(self._ws.heartbeat_interval_s, self._ws.reconcile_interval_s)
+        while True:
+            self._heartbeat()
+            if time.monotonic() >= next_reconcile:
+                try:
+                    reconciler.run_once(self._app, limit=self._ws.reconcile_batch)
+                except Exception as exc:
+                    log.warning("reconciler pass failed (will retry): %s", exc)
+                next_reconcile = time.monotonic() + self._ws.reconcile_interval_s
+            if self._stop.wait(tick):
+                return
+
+    def _heartbeat(self) -> None:
+        try:
+            with session_scope() as session:
+                store.heartbeat(
+                    session,
+                    self._ws.worker_id,
+                    queues=worker_queues(self._ws),
+                    target=worker_target(self._ws),
+                )
+        except Exception as exc:
+            log.warning("worker heartbeat failed (will retry): %s", exc)
+
+
+def _on_process_init(**_: Any) -> None:
+    # Pooled connections opened before fork belong to the parent; using them from two processes
+    # corrupts the protocol stream. close=False leaves the parent's sockets alone.
+    get_engine().dispose(close=False)
+
+
+def _on_ready(sender: Any = None, **_: Any) -> None:
+    global _loop
+    app = sender.app if sender is not None else None
+    _loop = BackgroundLoop(app, get_worker_settings())
+    _loop.start()
+
+
+def _on_shutdown(**_: Any) -> None:
+    if _loop is not None:
+        _loop.stop()
+    wsettings = get_worker_settings()
+    try:
+        with session_scope() as session:
+            store.set_worker_status(session, wsettings.worker_id, "offline")
+    except Exception as exc:
+        log.warning("could not mark worker %s offline: %s", wsettings.worker_id, exc)
+
+
+def connect() -> None:
+    global _connected
+    if _connected:
+        return
+    worker_process_init.connect(_on_process_init, weak=False)
+    worker_ready.connect(_on_ready, weak=False)
+    worker_shutdown.connect(_on_shutdown, weak=False)
+    _connected = True

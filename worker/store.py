@@ -1,0 +1,391 @@
+"""Every database write the worker makes: claims, status transitions, the result, the registry.
+
+Ownership of a submission is fenced by its `attempts` counter. A claim increments it and
+returns the new value (the *token*); each later write of that evaluation is conditional on
+`attempts = token`, so a worker that lost its lease (it was presumed dead and the submission
+was handed to someone else) can never overwrite the new owner's work. The final write sets
+`done` and inserts the single `results` row in one transaction, conditional on the row not
+being final yet — with `results.submission_id` as primary key this makes a second result
+impossible even for duplicated or redelivered messages.
+
+All timestamps are computed here in UTC and bound as parameters, so the same statements run
+on PostgreSQL and SQLite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from db.models import BaselineRow, Problem, ResultRow, Submission, WorkerRow
+from evaluator.result import Result, Status
+
+ACTIVE = ("compiling", "running")
+FINAL = ("done", "error")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker needs to evaluate one submission, and its fencing token."""
+
+    submission_id: str
+    token: int
+    problem_id: str
+    problem_name: str
+    problem_source: str
+    language: str
+    source: str
+    entry: str | None
+    queue: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    claimed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ClaimRefused:
+    """Why a delivered message was not evaluated (all are normal for duplicates)."""
+
+    reason: str  # missing | final | active | exhausted
+
+
+def _claimable(now: datetime) -> sa.ColumnElement[bool]:
+    # Queued, or in progress under a lease that nobody renewed (its worker died).
+    return sa.or_(
+        Submission.status == "queued",
+        sa.and_(Submission.status.in_(ACTIVE), Submission.lease_expires_at < now),
+    )
+
+
+def claim(
+    session: Session, submission_id: str, *, worker_id: str, lease_s: float, max_attempts: int
+) -> Claim | ClaimRefused:
+    """Atomically takes a submission for evaluation; commits.
+
+    Exactly one of any number of concurrent deliveries of the same id gets a Claim.
+    """
+    now = utcnow()
+    row = session.execute(
+        sa.update(Submission)
+        .where(Submission.id == submission_id, Submission.attempts < max_attempts, _claimable(now))
+        .values(
+            status="compiling",
+            attempts=Submission.attempts + 1,
+            worker=worker_id,
+            started_at=now,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            message=None,
+        )
+        .returning(Submission.attempts)
+    ).first()
+    if row is None:
+        refused = _refusal(session, submission_id, now=now, max_attempts=max_attempts)
+        session.commit()
+        return refused
+    token = int(row[0])
+    sub, problem = session.execute(
+        sa.select(Submission, Problem)
+        .join(Problem, Problem.id == Submission.problem_id)
+        .where(Submission.id == submission_id)
+    ).one()
+    claim_ = Claim(
+        submission_id=sub.id,
+        token=token,
+        problem_id=problem.id,
+        problem_name=problem.name,
+        problem_source=problem.source,
+        language=sub.language,
+        source=sub.source,
+        entry=sub.entry,
+        queue=sub.queue,
+        metadata=dict(sub.meta or {}),
+        created_at=sub.created_at,
+        claimed_at=now,
+    )
+    session.commit()
+    return claim_
+
+
+def _refusal(session: Session, submission_id: str, *, now: datetime, max_attempts: int) -> ClaimRefused:
+    status = session.execute(sa.select(Submission.status).where(Submission.id == submission_id)).scalar()
+    if status is None:
+        return ClaimRefused("missing")
+    if status in FINAL:
+        return ClaimRefused("final")
+    # Claimable but out of attempts: it failed (or killed its worker) too often. Give up loudly.
+    gave_up = session.execute(
+        sa.update(Submission)
+        .where(Submission.id == submission_id, Submission.attempts >= max_attempts, _claimable(now))
+        .values(
+            status="error",
+            finished_at=now,
+            lease_expires_at=None,
+            message=sa.func.coalesce(
+                Submission.message,
+                f"kjudge gave up after {max_attempts} attempts: the worker evaluating it was lost each time",
+            ),
+        )
+    )
+    return ClaimRefused("exhausted" if gave_up.rowcount else "active")
+
+
+def _owned(submission_id: str, token: int) -> sa.ColumnElement[bool]:
+    return sa.and_(Submission.id == submission_id, Submission.attempts == token)
+
+
+def set_status(session: Session, submission_id: str, token: int, status: Status) -> bool:
+    """compiling/running transitions reported by the evaluator; False if no longer the owner."""
+    done = session.execute(
+        sa.update(Submission)
+        .where(_owned(submission_id, token), Submission.status.in_(ACTIVE))
+        .values(status=str(status))
+    )
+    session.commit()
+    return bool(done.rowcount)
+
+
+def renew_lease(session: Session, submission_id: str, token: int, lease_s: float) -> bool:
+    done = session.execute(
+        sa.update(Submission)
+        .where(_owned(submission_id, token), Submission.status.in_(ACTIVE))
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+    )
+    session.commit()
+    return bool(done.rowcount)
+
+
+def finish(session: Session, claim_: Claim, result: Result) -> bool:
+    """Stores the Result and `done` in one transaction. False (and nothing written) when this
+    evaluation no longer owns the submission or a result already exists."""
+    now = utcnow()
+    updated = session.execute(
+        sa.update(Submission)
+        .where(_owned(claim_.submission_id, claim_.token), Submission.status.notin_(FINAL))
+        .values(
+            status="done",
+            verdict=str(result.verdict) if result.verdict is not None else None,
+            message=result.message,
+            finished_at=now,
+            lease_expires_at=None,
+        )
+    )
+    if not updated.rowcount:
+        session.rollback()
+        return False
+    payload = result.model_dump(mode="json")
+    speedup = result.speedup.vs_eager if result.speedup else None
+    median = result.timing.median_ms if result.timing else None
+    inserted = session.execute(
+        _insert(session, ResultRow)
+        .values(
+            submission_id=claim_.submission_id,
+            result=payload,
+            speedup_vs_eager=speedup,
+            median_ms=median,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["submission_id"])
+    )
+    if not inserted.rowcount:
+        session.rollback()  # a result exists already: never a second one
+        return False
+    _record_baseline(session, claim_.problem_id, result, now)
+    session.commit()
+    return True
+
+
+def _record_baseline(session: Session, problem_id: str, result: Result, now: datetime) -> None:
+    """Keeps the baselines table (leaderboards, problem pages) in step with what was measured."""
+    if result.baseline is None or result.target is None or result.baseline.eager_ms is None:
+        return
+    torch_version = str((result.model_extra or {}).get("torch_version") or _torch_version())
+    values = {
+        "problem_id": problem_id,
+        "device": result.target.device or f"{result.target.backend}:{result.target.arch}",
+        "torch_version": torch_version,
+        "eager_ms": result.baseline.eager_ms,
+        "compile_ms": result.baseline.compile_ms,
+        "measured_at": now,
+    }
+    stmt = _insert(session, BaselineRow).values(**values)
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["problem_id", "device", "torch_version"],
+            set_={
+                "eager_ms": stmt.excluded.eager_ms,
+                "compile_ms": stmt.excluded.compile_ms,
+                "measured_at": now,
+            },
+        )
+    )
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def release_for_retry(
+    session: Session, submission_id: str, token: int, *, message: str, retry_in_s: float, grace_s: float
+) -> bool:
+    """Back to `queued` after kjudge's own failure, so the retry (or the reconciler) can claim it."""
+    done = session.execute(
+        sa.update(Submission)
+        .where(_owned(submission_id, token), Submission.status.in_(ACTIVE))
+        .values(
+            status="queued",
+            worker=None,
+            message=message,
+            lease_expires_at=utcnow() + timedelta(seconds=retry_in_s + grace_s),
+        )
+    )
+    session.commit()
+    return bool(done.rowcount)
+
+
+def fail(session: Session, submission_id: str, token: int, *, message: str) -> bool:
+    """`error` after the last attempt; the message is kept for the author."""
+    done = session.execute(
+        sa.update(Submission)
+        .where(_owned(submission_id, token), Submission.status.notin_(FINAL))
+        .values(status="error", message=message, finished_at=utcnow(), lease_expires_at=None)
+    )
+    session.commit()
+    return bool(done.rowcount)
+
+
+# ---------------------------------------------------------------- the reconciler's statements
+
+
+@dataclass
+class ReconcileReport:
+    requeued: list[tuple[str, str]] = field(default_factory=list)  # (submission id, queue)
+    gave_up: list[str] = field(default_factory=list)
+
+
+def reconcile(
+    session: Session, *, queued_grace_s: float, max_attempts: int, limit: int = 500
+) -> ReconcileReport:
+    """Finds submissions whose message may be lost and prepares them to be sent again; commits.
+
+    - `queued` rows past their deadline (created_at + grace, or the deadline a previous pass
+      set). The next deadline doubles with the row's age, so a long but healthy backlog gets
+      O(log age) duplicate messages, not one per pass (duplicates are refused by `claim`).
+    - `compiling`/`running` rows whose lease expired (their worker died): back to `queued`, or
+      `error` once out of attempts.
+    Every change is a conditional update, so concurrent reconcilers never both requeue a row.
+    The caller sends the messages after this commit (row first, then message, as the API does).
+    """
+    now = utcnow()
+    report = ReconcileReport()
+    stale_queued = session.execute(
+        sa.select(Submission.id, Submission.queue, Submission.created_at, Submission.lease_expires_at)
+        .where(Submission.status == "queued", _queued_overdue(now, queued_grace_s))
+        .order_by(Submission.created_at)
+        .limit(limit)
+    ).all()
+    for sub_id, queue, created_at, _lease in stale_queued:
+        age_s = max((now - created_at).total_seconds(), 0.0)
+        next_deadline = now + timedelta(seconds=max(queued_grace_s, age_s))
+        bumped = session.execute(
+            sa.update(Submission)
+            .where(
+                Submission.id == sub_id, Submission.status == "queued", _queued_overdue(now, queued_grace_s)
+            )
+            .values(lease_expires_at=next_deadline)
+        )
+        if bumped.rowcount:
+            report.requeued.append((sub_id, queue))
+
+    expired = session.execute(
+        sa.select(Submission.id, Submission.queue, Submission.attempts, Submission.worker)
+        .where(Submission.status.in_(ACTIVE), Submission.lease_expires_at < now)
+        .order_by(Submission.lease_expires_at)
+        .limit(limit)
+    ).all()
+    for sub_id, queue, attempts, worker in expired:
+        still_expired = sa.and_(
+            Submission.id == sub_id,
+            Submission.attempts == attempts,
+            Submission.status.in_(ACTIVE),
+            Submission.lease_expires_at < now,
+        )
+        if attempts >= max_attempts:
+            gave = session.execute(
+                sa.update(Submission)
+                .where(still_expired)
+                .values(
+                    status="error",
+                    finished_at=now,
+                    lease_expires_at=None,
+                    message=f"kjudge gave up after {attempts} attempts: the worker evaluating it "
+                    f"(last: {worker or 'unknown'}) stopped renewing its lease",
+                )
+            )
+            if gave.rowcount:
+                report.gave_up.append(sub_id)
+            continue
+        back = session.execute(
+            sa.update(Submission)
+            .where(still_expired)
+            .values(status="queued", worker=None, lease_expires_at=now + timedelta(seconds=queued_grace_s))
+        )
+        if back.rowcount:
+            report.requeued.append((sub_id, queue))
+    session.commit()
+    return report
+
+
+def _queued_overdue(now: datetime, grace_s: float) -> sa.ColumnElement[bool]:
+    return sa.or_(
+        sa.and_(Submission.lease_expires_at.is_not(None), Submission.lease_expires_at < now),
+        sa.and_(
+            Submission.lease_expires_at.is_(None), Submission.created_at < now - timedelta(seconds=grace_s)
+        ),
+    )
+
+
+# ---------------------------------------------------------------- the workers table
+
+
+def heartbeat(
+    session: Session, worker_id: str, *, queues: list[str], target: dict[str, Any], status: str | None = None
+) -> None:
+    """Upserts this worker's row; `status` None keeps the stored one (idle/busy set by the task)."""
+    now = utcnow()
+    queue = ",".join(queues)[:128]
+    stmt = _insert(session, WorkerRow).values(
+        id=worker_id, queue=queue, target=target, last_seen=now, status=status or "idle"
+    )
+    update: dict[str, Any] = {"last_seen": now, "queue": queue, "target": target}
+    if status is not None:
+        update["status"] = status
+    session.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=update))
+    session.commit()
+
+
+def set_worker_status(session: Session, worker_id: str, status: str) -> None:
+    session.execute(
+        sa.update(WorkerRow).where(WorkerRow.id == worker_id).values(status=status, last_seen=utcnow())
+    )
+    session.commit()
+
+
+def _insert(session: Session, model: type[Any]) -> Any:
+    """INSERT with ON CONFLICT support for the session's dialect."""
+    name = session.get_bind().dialect.name
+    if name == "postgresql":
+        return postgresql.insert(model)
+    if name == "sqlite":
+        return sqlite.insert(model)
+    raise RuntimeError(f"kjudge supports PostgreSQL and SQLite, not {name}")
