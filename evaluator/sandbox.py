@@ -160,7 +160,8 @@ def _child_setup(limits: Limits, gpu: bool, cgroup_fds: list[int]) -> Callable[[
     def setup() -> None:
         for fd in cgroup_fds:
             os.write(fd, b"0")
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+        # soft == hard: SIGKILL at the limit. A SIGXCPU would be ignored by the sandbox's pid 1.
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
@@ -219,6 +220,27 @@ def _disk_usage(dirs: Sequence[Path], max_files: int) -> tuple[int, int]:
         except OSError:
             continue
     return total, files
+
+
+def _exited(pid: int) -> bool:
+    # WNOWAIT: look without reaping, so that _reap can still collect the tree's rusage.
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> float:
+    """Wait for the child; return the CPU seconds of its whole (reaped) tree."""
+    if proc.returncode is not None:  # already reaped by poll(): no rusage left to read
+        return 0.0
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:
+        proc.wait()
+        return 0.0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _data_fd(text: str) -> int:
@@ -364,7 +386,7 @@ def _watch(
                 used, files = _disk_usage(disk_dirs, limits.max_files)
                 if used > limits.disk_bytes or files > limits.max_files:
                     kill(DISK_LIMIT)
-        if exited_at is None and proc.poll() is not None:
+        if exited_at is None and _exited(proc.pid):
             exited_at = now
             # The sandbox is gone with bwrap; anything left (unsafe mode) must not hold the pipes.
             if cgroup is not None:
@@ -372,9 +394,10 @@ def _watch(
         if exited_at is not None and now - exited_at > 2.0:
             break  # a process that escaped the tree holds the pipes open: stop reading
     sel.close()
-    proc.wait()
+    cpu_s = _reap(proc)
     wall = time.monotonic() - start
     rc = proc.returncode
+    assert rc is not None
     if sandboxed and 128 < rc < 128 + 65:
         # bwrap reports its child's death by signal N as exit status 128+N; report it the way
         # subprocess does for a direct child, so callers need not know bwrap is in between.
@@ -385,7 +408,7 @@ def _watch(
             killed = MEMORY_LIMIT
         elif cgroup.pids_limit_hit() and rc != 0:
             killed = PROCESS_LIMIT
-    if killed is None and sig == signal.SIGXCPU:
+    if killed is None and sig in (signal.SIGXCPU, signal.SIGKILL) and cpu_s >= limits.cpu_s - 0.5:
         killed = CPU_LIMIT
     for stream in (proc.stdout, proc.stderr):
         stream.close()
