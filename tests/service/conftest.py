@@ -1,0 +1,319 @@
+"""Fixtures for the service tests: a private PostgreSQL database, a private Redis db number, real
+Celery worker processes (`kjudge worker`) and helpers to watch submissions reach `done`.
+
+Services: PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379,
+as .ci/run starts them. Without them these tests skip locally and fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from api.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+PG_ADMIN_URL = os.environ.get(
+    "KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+REDIS_DB = 11  # private to these tests; the API tests use others
+REDIS_START = [
+    "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", str(REDIS_PORT),
+    "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log",
+]  # fmt: skip
+
+# Short deadlines so that recovery paths run in seconds (production defaults are minutes).
+FAST_RECOVERY_ENV = {
+    "KJUDGE_RUNNING_LEASE_S": "4",
+    "KJUDGE_QUEUED_GRACE_S": "3",
+    "KJUDGE_MAX_ATTEMPTS": "3",
+    "KJUDGE_WORKER_RECONCILE_INTERVAL_S": "1",
+    "KJUDGE_WORKER_HEARTBEAT_INTERVAL_S": "1",
+    "KJUDGE_WORKER_RETRY_BACKOFF_S": "0.5",
+}
+
+
+def _unavailable(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is required for the service tests (.ci/run starts it)")
+    pytest.skip(f"{what} not reachable on 127.0.0.1")
+
+
+def redis_ping() -> bool:
+    try:
+        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def redis_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["redis-cli", "-h", REDIS_HOST, "-p", str(REDIS_PORT), "-n", str(REDIS_DB), *args],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+
+
+def restart_redis() -> None:
+    """`shutdown nosave` then start it again exactly as .ci/run does: everything queued is lost."""
+    subprocess.run(["redis-cli", "-h", REDIS_HOST, "-p", str(REDIS_PORT), "shutdown", "nosave"],
+                   capture_output=True, timeout=10)  # fmt: skip
+    deadline = time.monotonic() + 10
+    while redis_ping() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ensure_redis()
+
+
+def ensure_redis() -> None:
+    if redis_ping():
+        return
+    subprocess.run(REDIS_START, check=True, capture_output=True, timeout=20)
+    deadline = time.monotonic() + 20
+    while not redis_ping():
+        if time.monotonic() > deadline:
+            raise RuntimeError("redis-server did not come back")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not redis_ping():
+        _unavailable("Redis")
+    return f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh database for this session, migrated with `db.migrate.upgrade`, dropped at the end."""
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"kjudge_svc_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError:
+        admin.dispose()
+        _unavailable("PostgreSQL")
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    from db.migrate import upgrade
+
+    upgrade(Settings(database_url=url))
+    try:
+        yield url
+    finally:
+        from db.session import _engine_for
+
+        _engine_for.cache_clear()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def service_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kjudge-home")
+
+
+@pytest.fixture(scope="session")
+def service_env(pg_url: str, redis_url: str, service_home: Path) -> dict[str, str]:
+    """The environment of every process in these tests (workers, and this one's settings)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
+    env.update(FAST_RECOVERY_ENV)
+    env.update(
+        KJUDGE_DATABASE_URL=pg_url,
+        KJUDGE_BROKER_URL=redis_url,
+        KJUDGE_HOME=str(service_home),
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def settings(service_env: dict[str, str]) -> Settings:
+    return Settings(
+        database_url=service_env["KJUDGE_DATABASE_URL"],
+        broker_url=service_env["KJUDGE_BROKER_URL"],
+        home=Path(service_env["KJUDGE_HOME"]),
+        running_lease_s=float(FAST_RECOVERY_ENV["KJUDGE_RUNNING_LEASE_S"]),
+        queued_grace_s=float(FAST_RECOVERY_ENV["KJUDGE_QUEUED_GRACE_S"]),
+        max_attempts=int(FAST_RECOVERY_ENV["KJUDGE_MAX_ATTEMPTS"]),
+    )
+
+
+@pytest.fixture(scope="session")
+def engine(settings: Settings) -> sa.Engine:
+    from db.session import get_engine
+
+    return get_engine(settings)
+
+
+@pytest.fixture()
+def clean_db(engine: sa.Engine) -> None:
+    """Each test starts with no submissions (problems stay: they are content-addressed)."""
+    with engine.begin() as conn:
+        for table in ("results", "submissions", "batches", "workers", "baselines"):
+            conn.execute(sa.text(f"DELETE FROM {table}"))
+    redis_cli("flushdb")
+
+
+class WorkerProcess:
+    """`kjudge worker --cpu --take-any` as a subprocess in its own session (so kill -9 of the
+    group takes the launcher, the Celery main process and its pool process at once)."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kjudge", "worker", "--cpu", "--take-any", "--loglevel", "INFO"],
+            env=env,
+            cwd=REPO,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill9(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in its session
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        self._log.close()
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+@pytest.fixture()
+def start_worker(service_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(**extra_env: str) -> WorkerProcess:
+        w = WorkerProcess({**service_env, **extra_env}, tmp_path / f"worker{len(started)}.log")
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout_s: float, what: str, log: Callable[[], str] | None = None
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            tail = f"\n--- worker log ---\n{log()}" if log else ""
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}{tail}")
+        time.sleep(0.2)
+
+
+class Rows:
+    """Direct row access for tests: what the API would have stored, and what the worker wrote."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def problem(self, source: str, name: str = "relu") -> str:
+        """Stores a problem row directly (content-addressed: the same source is one row)."""
+        import hashlib
+
+        from db.models import Problem
+
+        pid = hashlib.sha256(source.encode()).hexdigest()
+        with self.engine.begin() as conn:
+            exists = conn.execute(sa.select(Problem.id).where(Problem.id == pid)).first()
+            if not exists:
+                conn.execute(
+                    sa.insert(Problem).values(
+                        id=pid, name=name, source=source, tags=[], settings={}, roofline={}
+                    )
+                )
+        return pid
+
+    def submission(
+        self,
+        problem_id: str,
+        *,
+        source: str = "# candidate\n",
+        language: str = "triton",
+        target: str = "cpu",
+        **values: Any,
+    ) -> str:
+        """Stores a `queued` submission row directly, as the API does before enqueueing it."""
+        import hashlib
+
+        from db.models import Submission
+        from worker.routing import queue_for_target
+
+        sid = str(uuid.uuid4())
+        row = {
+            "id": sid,
+            "problem_id": problem_id,
+            "language": language,
+            "source": source,
+            "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
+            "entry": None,
+            "target": target,
+            "queue": queue_for_target(target),
+            "metadata": {},
+            "status": "queued",
+            "attempts": 0,
+        }
+        row.update(values)
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(Submission).values(**row))
+        return sid
+
+    def row(self, sid: str) -> dict[str, Any]:
+        from db.models import Submission
+
+        with self.engine.connect() as conn:
+            return dict(
+                conn.execute(sa.select(Submission.__table__).where(Submission.id == sid)).mappings().one()
+            )
+
+    def result_count(self, sid: str) -> int:
+        from db.models import ResultRow
+
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(sa.select(sa.func.count()).where(ResultRow.submission_id == sid)).scalar_one()
+            )
+
+
+@pytest.fixture()
+def rows(engine: sa.Engine) -> Rows:
+    return Rows(engine)
