@@ -1,0 +1,70 @@
+"""The per-GPU launcher's plan: which processes, pinned how, consuming which queues."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.devices import Gpu
+from worker.launcher import (
+    LaunchError,
+    celery_argv,
+    cpu_spec,
+    embedded_spec,
+    gpu_spec,
+    parse_gpu_selection,
+)
+
+H100S = [
+    Gpu(index=0, visible_id="2", backend="cuda", arch="sm_90", name="NVIDIA H100 80GB HBM3"),
+    Gpu(index=1, visible_id="3", backend="cuda", arch="sm_90", name="NVIDIA H100 80GB HBM3"),
+]
+MI300 = [Gpu(index=0, visible_id="0", backend="rocm", arch="gfx942", name="AMD Instinct MI300X")]
+
+
+def test_gpu_selection() -> None:
+    assert parse_gpu_selection("all", H100S) == H100S
+    assert parse_gpu_selection("1", H100S) == [H100S[1]]
+    assert parse_gpu_selection("0, 1", H100S) == H100S
+    with pytest.raises(LaunchError, match=r"GPU '7' does not exist \(visible GPUs: 0, 1\)"):
+        parse_gpu_selection("0,7", H100S)
+    with pytest.raises(LaunchError, match="no GPU is visible"):
+        parse_gpu_selection("all", [])
+    with pytest.raises(LaunchError, match="needs 'all' or a list"):
+        parse_gpu_selection(",", H100S)
+
+
+def test_each_gpu_process_is_pinned_to_its_own_device() -> None:
+    base = {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "2,3", "KJUDGE_WORKER_GPU": "stale"}
+    envs = [gpu_spec(g).child_env(base) for g in H100S]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["2", "3"]  # physical ids, one each
+    assert [e["KJUDGE_WORKER_GPU"] for e in envs] == ["2", "3"]
+    assert envs[0]["KJUDGE_WORKER_QUEUES"] == "eval.cuda.sm_90,eval.cuda,eval.any"
+    assert envs[0]["KJUDGE_WORKER_BACKEND"] == "cuda" and envs[0]["KJUDGE_WORKER_ARCH"] == "sm_90"
+    rocm = gpu_spec(MI300[0]).child_env({})
+    assert rocm["HIP_VISIBLE_DEVICES"] == "0" and "CUDA_VISIBLE_DEVICES" not in rocm
+    assert rocm["KJUDGE_WORKER_QUEUES"] == "eval.hip.gfx942,eval.rocm,eval.any"
+
+
+def test_cpu_worker_sees_no_gpu() -> None:
+    env = cpu_spec().child_env({"CUDA_VISIBLE_DEVICES": "0", "KJUDGE_WORKER_GPU": "0"})
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["HIP_VISIBLE_DEVICES"] == ""
+    assert "KJUDGE_WORKER_GPU" not in env
+    assert "eval.any" not in env["KJUDGE_WORKER_QUEUES"]
+    assert "eval.any" in cpu_spec(take_any=True).queues
+
+
+def test_embedded_worker_serves_everything_its_device_can() -> None:
+    on_gpu = embedded_spec(H100S)
+    assert on_gpu.gpu == H100S[0]
+    assert {"eval.cuda.sm_90", "eval.cuda", "eval.any", "eval.cpu"} <= set(on_gpu.queues)
+    no_gpu = embedded_spec([])
+    assert no_gpu.backend == "cpu" and {"eval.cpu", "eval.any"} <= set(no_gpu.queues)
+
+
+def test_celery_argv_pins_concurrency_and_prefetch() -> None:
+    argv = celery_argv(gpu_spec(H100S[1]))
+    joined = " ".join(argv)
+    assert "-A worker.celery_app worker" in joined
+    assert "--concurrency 1" in joined and "--prefetch-multiplier 1" in joined
+    assert "--queues eval.cuda.sm_90,eval.cuda,eval.any" in joined
+    assert "--hostname kjudge-gpu3@" in joined
