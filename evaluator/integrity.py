@@ -1,0 +1,616 @@
+"""Reward-hack checks, run by the child runner (evaluator/runner.py) around the candidate.
+
+Each check returns flag names (docs/internals.md); `REJECTING_FLAGS` make the verdict `rejected`.
+The checks use what the runtime can observe — the profiler's list of executed operators and
+launched kernels, storage pointers, outputs re-read after the call returned, fresh inputs in
+reused buffers, identities of the functions the checker relies on — not the source text.
+
+They run in the candidate's process, so a submission written *against kjudge* (ctypes patching
+of the profiler, forging the report and exiting) can defeat them; docs/integrity.md describes
+that residual risk and what bounds it. What they do catch is the normal case: generated code that
+falls back to PyTorch, hides work on a side stream, caches, aliases, or patches a timer.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import math
+import statistics
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+REFERENCE_OP_CALLED = "reference_op_called"
+SIDE_STREAM_WORK = "side_stream_work"
+OUTPUT_ALIASES_INPUT = "output_aliases_input"
+INPUT_MODIFIED = "input_modified"
+MONKEY_PATCHED = "monkey_patched"
+CACHED_OUTPUT = "cached_output"
+LAZY_OUTPUT = "lazy_output"
+EXCEEDS_ROOFLINE = "exceeds_roofline"
+RECYCLED_MEMORY = "recycled_memory"
+NO_CUSTOM_KERNEL = "no_custom_kernel"  # informational: only PyTorch's own kernels ran
+
+# Every one of these makes the result meaningless; the runner turns them into `rejected`.
+REJECTING_FLAGS: frozenset[str] = frozenset(
+    {
+        REFERENCE_OP_CALLED,
+        SIDE_STREAM_WORK,
+        OUTPUT_ALIASES_INPUT,
+        INPUT_MODIFIED,
+        MONKEY_PATCHED,
+        CACHED_OUTPUT,
+        LAZY_OUTPUT,
+        EXCEEDS_ROOFLINE,
+        RECYCLED_MEMORY,
+    }
+)
+
+MESSAGES: dict[str, str] = {
+    REFERENCE_OP_CALLED: "the candidate runs the reference's PyTorch operators instead of its own kernel",
+    SIDE_STREAM_WORK: "outputs were still being written after the call returned (work on a side "
+    "stream or thread escapes the caller's stream and the timer)",
+    OUTPUT_ALIASES_INPUT: "an output shares memory with an input (returned an input or a view of one)",
+    INPUT_MODIFIED: "the candidate modified its inputs in place",
+    MONKEY_PATCHED: "the candidate replaced functions of torch, the timer or the checker",
+    CACHED_OUTPUT: "outputs do not follow the inputs (cached across calls)",
+    LAZY_OUTPUT: "outputs are lazy: not plain tensors, or they change after a later call",
+    EXCEEDS_ROOFLINE: "faster than moving the inputs and outputs once at the device's measured bandwidth",
+    RECYCLED_MEMORY: "outputs depend on leftover contents of freed memory (unwritten or recycled buffers)",
+    NO_CUSTOM_KERNEL: "only PyTorch's own kernels were launched",
+}
+
+
+def rejection_message(flags: Iterable[str]) -> str | None:
+    bad = [f for f in flags if f in REJECTING_FLAGS]
+    if not bad:
+        return None
+    return "rejected: " + "; ".join(f"{f}: {MESSAGES[f]}" for f in bad)
+
+
+# --------------------------------------------------------------------------------------------
+# monkey_patched: identities of what the checker and timer call, taken before the candidate
+# is imported and compared after each candidate phase.
+
+_MODULES: tuple[Any, ...] = (
+    torch,
+    torch.Tensor,
+    torch.nn.functional,
+    torch.testing,
+    torch.cuda,
+    torch.autograd,
+    torch.profiler,
+    time,
+    math,
+    statistics,
+    builtins,
+    threading,
+)
+_GLOBAL_STATE: dict[str, Callable[[], Any]] = {
+    "torch.get_default_dtype": torch.get_default_dtype,
+    "torch.is_grad_enabled": torch.is_grad_enabled,
+    "torch.get_float32_matmul_precision": torch.get_float32_matmul_precision,
+    "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+    "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
+        lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    ),
+    "torch.are_deterministic_algorithms_enabled": torch.are_deterministic_algorithms_enabled,
+}
+
+
+@dataclass
+class Snapshot:
+    attrs: dict[tuple[int, str], tuple[Any, Any]] = field(
+        default_factory=dict
+    )  # (owner id, name) -> (owner, value)
+    names: dict[tuple[int, str], str] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def _owners(extra: Sequence[Any]) -> list[Any]:
+    owners = list(_MODULES) + list(extra)
+    cuda = torch.cuda
+    for name in ("Event", "Stream"):
+        if hasattr(cuda, name):
+            owners.append(getattr(cuda, name))
+    return owners
+
+
+def take_snapshot(extra: Sequence[Any] = ()) -> Snapshot:
+    """Record every callable attribute of torch, Tensor, the timers and the `extra` modules
+    (the runner passes its correctness/timing modules and itself)."""
+    # torch patches itself when some submodules load (torch._dynamo wraps torch.manual_seed,
+    # and the profiler pulls it in): load them first so that only the candidate's changes show.
+    for name in ("torch._dynamo", "torch.profiler"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    snap = Snapshot()
+    for owner in _owners(extra):
+        label = getattr(owner, "__name__", type(owner).__name__)
+        for name, value in list(vars(owner).items()):
+            if callable(value) or isinstance(value, (staticmethod, classmethod, property)):
+                key = (id(owner), name)
+                snap.attrs[key] = (owner, value)
+                snap.names[key] = f"{label}.{name}"
+    for name, getter in _GLOBAL_STATE.items():
+        with contextlib.suppress(Exception):
+            snap.state[name] = getter()
+    return snap
+
+
+def verify_snapshot(snap: Snapshot, *, restore: bool = True) -> tuple[list[str], list[str]]:
+    """([monkey_patched] or [], names of what changed). Restores the originals by default so
+    the rest of the evaluation runs on the real functions."""
+    changed: list[str] = []
+    for key, (owner, value) in snap.attrs.items():
+        current = vars(owner).get(key[1], _MISSING)
+        if current is not value:
+            changed.append(snap.names[key])
+            if restore:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(owner, key[1], value)
+    for name, before in snap.state.items():
+        try:
+            now = _GLOBAL_STATE[name]()
+        except Exception:
+            continue
+        if now != before:
+            changed.append(name)
+            if restore:
+                _restore_state(name, before)
+    return ([MONKEY_PATCHED] if changed else []), changed
+
+
+_MISSING = object()
+
+
+def _restore_state(name: str, value: Any) -> None:
+    with contextlib.suppress(Exception):
+        match name:
+            case "torch.get_default_dtype":
+                torch.set_default_dtype(value)
+            case "torch.is_grad_enabled":
+                torch.set_grad_enabled(value)
+            case "torch.get_float32_matmul_precision":
+                torch.set_float32_matmul_precision(value)
+            case "torch.backends.cuda.matmul.allow_tf32":
+                torch.backends.cuda.matmul.allow_tf32 = value
+            case "torch.backends.cudnn.allow_tf32":
+                torch.backends.cudnn.allow_tf32 = value
+            case "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = value
+            case "torch.are_deterministic_algorithms_enabled":
+                torch.use_deterministic_algorithms(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors: flattening outputs, storage overlap, equality.
+
+
+def tensors_of(obj: Any) -> list[torch.Tensor]:
+    """The tensors in an output structure (tensor, tuple/list/dict of them), in order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in tensors_of(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in tensors_of(o)]
+    return []
+
+
+def _lazy_types(obj: Any) -> list[str]:
+    """Names of output leaves that are not plain tensors (subclasses, wrappers, callables)."""
+    if isinstance(obj, (list, tuple)):
+        return [n for o in obj for n in _lazy_types(o)]
+    if isinstance(obj, dict):
+        return [n for o in obj.values() for n in _lazy_types(o)]
+    if isinstance(obj, torch.Tensor):
+        bad = type(obj) is not torch.Tensor and not isinstance(obj, torch.nn.Parameter)
+        return [type(obj).__name__] if bad or obj.is_meta else []
+    if obj is None or isinstance(obj, (int, float, bool)):
+        return []
+    return [type(obj).__name__]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int] | None:
+    if t.numel() == 0 or t.device.type == "meta":
+        return None
+    try:
+        storage = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+    start = storage.data_ptr()
+    return (start, start + storage.nbytes())
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    sa, sb = _span(a), _span(b)
+    if sa is None or sb is None or a.device != b.device:
+        return False
+    return sa[0] < sb[1] and sb[0] < sa[1]
+
+
+def clone_all(obj: Any) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in tensors_of(obj)]
+
+
+def same_values(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    """Bitwise-equal values (NaN == NaN): 'did this change at all'."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if not torch.equal(
+            torch.nan_to_num(x, nan=0.0) if x.is_floating_point() else x,
+            torch.nan_to_num(y, nan=0.0) if y.is_floating_point() else y,
+        ):
+            return False
+        if x.is_floating_point() and not torch.equal(torch.isnan(x), torch.isnan(y)):
+            return False
+    return True
+
+
+def close(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], atol: float, rtol: float) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x.shape != y.shape:
+            return False
+        if not torch.allclose(x.double(), y.double(), atol=atol, rtol=rtol, equal_nan=True):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Storage and pointer checks.
+
+
+def check_aliasing(
+    outputs: Any,
+    inputs: Sequence[Any],
+    reference_outputs: Any = None,
+    reference_inputs: Sequence[Any] | None = None,
+) -> list[str]:
+    """output_aliases_input when an output shares storage with an input — unless the reference
+    itself returns a view of its input (a reshape problem), so the candidate may too."""
+    ins = tensors_of(list(inputs))
+    if any(overlaps(o, i) for o in tensors_of(outputs) for i in ins):
+        if reference_outputs is not None and reference_inputs is not None:
+            ref_ins = tensors_of(list(reference_inputs))
+            if any(overlaps(o, i) for o in tensors_of(reference_outputs) for i in ref_ins):
+                return []
+        return [OUTPUT_ALIASES_INPUT]
+    return []
+
+
+def check_inputs_unchanged(pristine: Sequence[torch.Tensor], inputs: Sequence[Any]) -> list[str]:
+    return [] if same_values(pristine, tensors_of(list(inputs))) else [INPUT_MODIFIED]
+
+
+def check_lazy(outputs: Any) -> list[str]:
+    return [LAZY_OUTPUT] if _lazy_types(outputs) else []
+
+
+# --------------------------------------------------------------------------------------------
+# Profiler: which operators ran and which kernels were launched during one call.
+
+# Operators that allocate, reshape or move data without computing the problem's result.
+_TRIVIAL_OPS = frozenset(
+    "aten::" + n
+    for n in (  # noqa: SIM905 (a word list reads better than 58 quoted strings)
+        "empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like "
+        "full full_like fill_ zero_ view view_as reshape _reshape_alias _unsafe_view as_strided t "
+        "transpose permute expand expand_as squeeze unsqueeze select slice narrow detach detach_ "
+        "alias lift_fresh contiguous clone copy_ to _to_copy resize_ item _local_scalar_dense "
+        "resolve_conj resolve_neg result_type set_ flatten unflatten split chunk unbind size stride "
+        "numel dim is_nonzero _has_compatible_shallow_copy_type record_stream"
+    ).split()
+)
+
+
+@dataclass
+class Profile:
+    ops: set[str]  # every aten operator that ran (all nesting levels)
+    leaf_ops: set[str]  # compute operators with no compute operator below them
+    kernels: list[str]  # device kernels launched (names), in order
+    seconds: float = 0.0
+
+
+def profile_call(fn: Callable[[], Any], device: torch.device) -> tuple[Any, Profile]:
+    """Run fn() once under torch.profiler; return its result and what ran."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        out = fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - start
+    ops: set[str] = set()
+    leaf: set[str] = set()
+    kernels: list[str] = []
+    for ev in prof.events():
+        name = ev.name
+        dev_type = str(getattr(ev, "device_type", "")).lower()
+        if "cuda" in dev_type or "privateuse" in dev_type:
+            if not name.startswith(("Memcpy", "Memset", "cudaMem")):
+                kernels.append(name)
+            continue
+        if not name.startswith("aten::"):
+            continue
+        ops.add(name)
+        if name in _TRIVIAL_OPS:
+            continue
+        children = [c.name for c in getattr(ev, "cpu_children", [])]
+        if not any(c.startswith("aten::") and c not in _TRIVIAL_OPS for c in children):
+            leaf.add(name)
+    return out, Profile(ops=ops, leaf_ops=leaf, kernels=kernels, seconds=seconds)
+
+
+# Kernel names that belong to PyTorch or its vendor libraries, never to a submission.
+_LIBRARY_KERNEL_MARKERS = (
+    "at::native",
+    "at::cuda",
+    "at_cuda_detail",
+    "c10::",
+    "cublas",
+    "cudnn",
+    "cutlass",
+    "xmma",
+    "sm90_",
+    "sm80_",
+    "sm75_",
+    "ampere_",
+    "volta_",
+    "turing_",
+    "gemmk1",
+    "gemv2",
+    "splitKreduce",
+    "nchwToNhwc",
+    "nhwcToNchw",
+    "Kernel2",
+    "magma",
+    "miopen",
+    "rocblas",
+    "hipblaslt",
+    "Cijk_",
+)
+
+
+def is_library_kernel(name: str, reference_kernels: set[str]) -> bool:
+    return name in reference_kernels or any(m in name for m in _LIBRARY_KERNEL_MARKERS)
+
+
+def check_reference_ops(candidate: Profile, reference: Profile) -> list[str]:
+    """reference_op_called when the candidate executes every compute operator the reference's
+    work bottoms out in (plain call, try/except fallback, or the reference model itself), or —
+    on a GPU — launches only kernels the reference launched too.
+    no_custom_kernel (informational) when every kernel it launched is PyTorch's own."""
+    flags: list[str] = []
+    ref_compute = reference.leaf_ops
+    if ref_compute and ref_compute <= candidate.ops:
+        flags.append(REFERENCE_OP_CALLED)
+    ref_kernels = set(reference.kernels)
+    only_reference_kernels = bool(candidate.kernels) and set(candidate.kernels) <= ref_kernels
+    if only_reference_kernels and REFERENCE_OP_CALLED not in flags:
+        flags.append(REFERENCE_OP_CALLED)
+    if candidate.kernels and all(is_library_kernel(k, ref_kernels) for k in candidate.kernels):
+        flags.append(NO_CUSTOM_KERNEL)
+    return flags
+
+
+# --------------------------------------------------------------------------------------------
+# Work that escapes the call: side streams and host threads.
+
+
+def _sync_current(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.current_stream(device).synchronize()
+
+
+def _sync_all(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def check_escaping_work(outputs: Any, device: torch.device, settle_s: float = 0.05) -> list[str]:
+    """After the call returned and the caller's stream is drained, the outputs must be final.
+    Snapshot them, let any other stream / host thread finish, and compare."""
+    _sync_current(device)
+    first = clone_all(outputs)
+    _sync_current(device)
+    time.sleep(settle_s)
+    _sync_all(device)
+    return [] if same_values(first, clone_all(outputs)) else [SIDE_STREAM_WORK]
+
+
+# --------------------------------------------------------------------------------------------
+# Caching, lazy outputs, recycled memory: calls with fresh inputs.
+
+
+def refill_inputs(dst: Sequence[Any], src: Sequence[Any]) -> None:
+    """Copy fresh values into the existing input buffers (same pointers, new contents)."""
+    for d, s in zip(tensors_of(list(dst)), tensors_of(list(src)), strict=True):
+        d.copy_(s)
+
+
+def poison_free_memory(device: torch.device, value: float) -> None:
+    """Fill the caching allocator's free blocks with `value` (GPU only; a CPU allocator hands
+    back fresh pages for large tensors, so there is nothing to poison there)."""
+    if device.type != "cuda":
+        return
+    free, _ = torch.cuda.mem_get_info(device)
+    reserved_free = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    nbytes = max(reserved_free, min(free // 2, 1 << 30))
+    with contextlib.suppress(torch.cuda.OutOfMemoryError, RuntimeError):
+        block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+        block.fill_(value)
+        del block
+
+
+@dataclass
+class Trial:
+    """One (inputs, reference outputs) pair for the call-based checks."""
+
+    inputs: list[Any]
+    expected: list[torch.Tensor]
+
+
+def check_cached(
+    candidate: Callable[..., Any],
+    first: Trial,
+    fresh: Trial,
+    first_outputs: Sequence[torch.Tensor],
+    atol: float,
+    rtol: float,
+) -> list[str]:
+    """cached_output when the candidate gives the same answer for inputs whose true answers
+    differ: fresh values in new buffers (a shape-keyed cache) or in the first call's buffers
+    (a pointer-keyed cache). Comparing outputs with each other, not with one expected value,
+    also catches a cache filled by an earlier call (a correctness trial)."""
+    if close(first.expected, fresh.expected, atol, rtol):
+        return []  # the problem's output does not depend on these inputs; nothing to learn
+    saved = clone_all(first.inputs)
+    out_new_buffers = clone_all(candidate(*fresh.inputs))
+    refill_inputs(first.inputs, fresh.inputs)
+    out_same_buffers = clone_all(candidate(*first.inputs))
+    refill_inputs(first.inputs, saved)  # leave the caller's first inputs as they were
+    for out in (out_new_buffers, out_same_buffers):
+        if close(out, first_outputs, atol, rtol) and not close(out, fresh.expected, atol, rtol):
+            return [CACHED_OUTPUT]
+    return []
+
+
+def check_stale_outputs(kept: Any, kept_values: Sequence[torch.Tensor], device: torch.device) -> list[str]:
+    """lazy_output when an output object returned earlier changed after later calls (an
+    internal buffer handed out and overwritten, or values computed on access)."""
+    _sync_all(device)
+    return [] if same_values(kept_values, clone_all(kept)) else [LAZY_OUTPUT]
+
+
+def check_recycled_memory(
+    candidate: Callable[..., Any], inputs: Sequence[Any], device: torch.device
+) -> list[str]:
+    """recycled_memory when the outputs for the same inputs depend on what freed memory held."""
+    if device.type != "cuda":
+        return []
+    results = []
+    for value in (float("nan"), 1234.5):
+        poison_free_memory(device, value)
+        results.append(clone_all(candidate(*inputs)))
+        _sync_all(device)
+    return [] if same_values(results[0], results[1]) else [RECYCLED_MEMORY]
+
+
+# --------------------------------------------------------------------------------------------
+# The roofline: a time below what moving the data once takes is not a real measurement.
+
+ROOFLINE_SLACK = 1.25  # measured copy bandwidth is below peak; allow that much headroom
+
+
+def check_roofline(
+    median_ms: float | None,
+    min_bytes: float | None,
+    bandwidth_bytes_per_s: float | None,
+    flops: float | None = None,
+    peak_flops: float | None = None,
+    slack: float = ROOFLINE_SLACK,
+) -> list[str]:
+    """exceeds_roofline when the median beats moving `min_bytes` once at the measured bandwidth
+    (or doing `flops` at the measured peak) by more than `slack`."""
+    if not median_ms or median_ms <= 0:
+        return []
+    seconds = median_ms / 1e3
+    floor = 0.0
+    if min_bytes and bandwidth_bytes_per_s:
+        floor = max(floor, min_bytes / (bandwidth_bytes_per_s * slack))
+    if flops and peak_flops:
+        floor = max(floor, flops / (peak_flops * slack))
+    return [EXCEEDS_ROOFLINE] if seconds < floor else []
+
+
+# --------------------------------------------------------------------------------------------
+# The whole battery, as the runner calls it once after the correctness trials.
+
+
+@dataclass
+class IntegrityReport:
+    flags: list[str] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def add(self, flags: Iterable[str], detail: str | None = None) -> None:
+        for f in flags:
+            if f not in self.flags:
+                self.flags.append(f)
+                if detail:
+                    self.details[f] = detail
+
+
+def run_checks(
+    candidate: Callable[..., Any],
+    reference: Callable[..., Any],
+    make_inputs: Callable[[int], list[Any]],
+    *,
+    device: torch.device,
+    seeds: tuple[int, int] = (7_000_001, 7_000_002),
+    atol: float = 1e-2,
+    rtol: float = 1e-2,
+    snapshot: Snapshot | None = None,
+) -> IntegrityReport:
+    """Call-based checks. `make_inputs(seed)` builds fresh inputs on the device; `reference`
+    must not share state with the candidate. The candidate is called about six times."""
+    report = IntegrityReport()
+    start = time.perf_counter()
+    inputs_a = make_inputs(seeds[0])
+    pristine = clone_all(inputs_a)
+
+    out_a, cand_prof = profile_call(lambda: candidate(*inputs_a), device)
+    report.add(check_lazy(out_a), ", ".join(_lazy_types(out_a)))
+    report.add(check_escaping_work(out_a, device))
+    report.add(check_inputs_unchanged(pristine, inputs_a))
+    ref_inputs = make_inputs(seeds[0])  # same values, separate buffers
+    ref_out_a, ref_prof = profile_call(lambda: reference(*ref_inputs), device)
+    report.add(check_aliasing(out_a, inputs_a, ref_out_a, ref_inputs))
+    report.add(
+        check_reference_ops(cand_prof, ref_prof),
+        f"candidate ran {sorted(cand_prof.ops & ref_prof.leaf_ops)}; kernels {sorted(set(cand_prof.kernels))[:5]}",
+    )
+    kept_values = clone_all(out_a)
+    expected_a = clone_all(ref_out_a)
+    del ref_out_a
+
+    inputs_b = make_inputs(seeds[1])
+    expected_b = clone_all(reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs_b]))
+    refill_inputs(inputs_a, pristine)  # undo an in-place modification before reusing them
+    report.add(
+        check_cached(
+            candidate, Trial(inputs_a, expected_a), Trial(inputs_b, expected_b), kept_values, atol, rtol
+        )
+    )
+    if OUTPUT_ALIASES_INPUT not in report.flags:  # an alias changes with its input: already named
+        report.add(check_stale_outputs(out_a, kept_values, device))
+    report.add(check_recycled_memory(candidate, inputs_b, device))
+    if snapshot is not None:
+        flags, changed = verify_snapshot(snapshot)
+        report.add(flags, ", ".join(changed[:10]))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def candidate_modules() -> list[types.ModuleType]:
+    """Modules imported so far that belong to kjudge's evaluator (to include in a snapshot)."""
+    return [m for n, m in list(sys.modules.items()) if n.startswith("evaluator.") and m is not None]
