@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import importlib
+import inspect
 import math
 import statistics
 import sys
@@ -136,7 +137,7 @@ def take_snapshot(extra: Sequence[Any] = ()) -> Snapshot:
     snap = Snapshot()
     for owner in _owners(extra):
         label = getattr(owner, "__name__", type(owner).__name__)
-        for name, value in list(vars(owner).items()):
+        for name, value in _attributes(owner):
             if callable(value) or isinstance(value, (staticmethod, classmethod, property)):
                 key = (id(owner), name)
                 snap.attrs[key] = (owner, value)
@@ -152,12 +153,11 @@ def verify_snapshot(snap: Snapshot, *, restore: bool = True) -> tuple[list[str],
     the rest of the evaluation runs on the real functions."""
     changed: list[str] = []
     for key, (owner, value) in snap.attrs.items():
-        current = vars(owner).get(key[1], _MISSING)
+        current = _lookup(owner, key[1])
         if current is not value:
             changed.append(snap.names[key])
             if restore:
-                with contextlib.suppress(AttributeError, TypeError):
-                    setattr(owner, key[1], value)
+                _restore_attr(owner, key[1], value)
     for name, before in snap.state.items():
         try:
             now = _GLOBAL_STATE[name]()
@@ -171,6 +171,32 @@ def verify_snapshot(snap: Snapshot, *, restore: bool = True) -> tuple[list[str],
 
 
 _MISSING = object()
+
+
+def _attributes(owner: Any) -> list[tuple[str, Any]]:
+    """A module's own attributes; for a class, every attribute resolved through its MRO
+    (Tensor's methods live on TensorBase: `Tensor.__eq__ = ...` shadows one, not replaces it)."""
+    if isinstance(owner, type):
+        return [(n, _lookup(owner, n)) for n in dir(owner)]
+    return list(vars(owner).items())
+
+
+def _restore_attr(owner: Any, name: str, value: Any) -> None:
+    with contextlib.suppress(AttributeError, TypeError):
+        if isinstance(owner, type) and name in vars(owner) and vars(owner)[name] is not value:
+            delattr(owner, name)  # a shadowing attribute added on the subclass: remove it
+            if _lookup(owner, name) is value:
+                return
+        setattr(owner, name, value)
+
+
+def _lookup(owner: Any, name: str) -> Any:
+    if isinstance(owner, type):
+        try:
+            return inspect.getattr_static(owner, name)
+        except AttributeError:
+            return _MISSING
+    return vars(owner).get(name, _MISSING)
 
 
 def _restore_state(name: str, value: Any) -> None:

@@ -1,0 +1,239 @@
+"""The integrity checks on small in-process candidates (each a known reward hack).
+
+These exercise evaluator.integrity directly; test_hacks.py runs real submission files through
+`evaluate`. Every hack must produce the flag naming it, and the honest candidate none.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from evaluator import integrity as I
+
+CPU = torch.device("cpu")
+
+
+def make_inputs(device: torch.device = CPU) -> Callable[[int], list[Any]]:
+    def make(seed: int) -> list[Any]:
+        g = torch.Generator(device=device).manual_seed(seed)
+        return [torch.rand(256, 1024, generator=g, device=device) - 0.5]
+
+    return make
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x)
+
+
+def honest(x: torch.Tensor) -> torch.Tensor:
+    # A "kernel" that does not go through PyTorch's relu: numpy on the same memory.
+    out = torch.empty_like(x)
+    out.numpy()[:] = np.maximum(x.numpy(), 0)
+    return out
+
+
+def check(fn: Callable[..., Any], device: torch.device = CPU) -> list[str]:
+    snap = I.take_snapshot()
+    return I.run_checks(fn, reference, make_inputs(device), device=device, snapshot=snap).flags
+
+
+def test_honest_candidate_has_no_flags() -> None:
+    assert check(honest) == []
+
+
+def test_reference_op_called() -> None:
+    assert I.REFERENCE_OP_CALLED in check(lambda x: torch.relu(x))
+    # Through a different entry point that bottoms out in the same operator.
+    assert I.REFERENCE_OP_CALLED in check(lambda x: torch.nn.functional.relu(x))
+
+
+def test_try_except_fallback_to_reference() -> None:
+    def fallback(x: torch.Tensor) -> torch.Tensor:
+        try:
+            raise RuntimeError("custom kernel failed to build")
+        except RuntimeError:
+            return torch.nn.functional.relu(x)
+
+    assert I.REFERENCE_OP_CALLED in check(fallback)
+
+
+def test_cached_by_shape() -> None:
+    cache: dict[Any, torch.Tensor] = {}
+
+    def cached(x: torch.Tensor) -> torch.Tensor:
+        return cache.setdefault(tuple(x.shape), honest(x).clone())
+
+    assert I.CACHED_OUTPUT in check(cached)
+
+
+def test_cached_by_pointer() -> None:
+    cache: dict[int, torch.Tensor] = {}
+
+    def cached(x: torch.Tensor) -> torch.Tensor:
+        if x.data_ptr() not in cache:
+            cache[x.data_ptr()] = honest(x)
+        return cache[x.data_ptr()].clone()
+
+    assert I.CACHED_OUTPUT in check(cached)
+
+
+def test_returns_input_or_view() -> None:
+    assert I.OUTPUT_ALIASES_INPUT in check(lambda x: x)
+    assert I.OUTPUT_ALIASES_INPUT in check(lambda x: x.view(-1).view(x.shape))
+
+
+def test_view_allowed_when_reference_returns_one() -> None:
+    flags = I.check_aliasing(
+        outputs=(x := torch.ones(4)).view(2, 2),
+        inputs=[x],
+        reference_outputs=(y := torch.ones(4)).view(2, 2),
+        reference_inputs=[y],
+    )
+    assert flags == []
+
+
+def test_modifies_input_in_place() -> None:
+    flags = check(lambda x: x.clamp_(min=0))
+    assert I.INPUT_MODIFIED in flags and I.OUTPUT_ALIASES_INPUT in flags
+
+    def scribble(x: torch.Tensor) -> torch.Tensor:
+        out = honest(x)
+        x.zero_()
+        return out
+
+    assert I.INPUT_MODIFIED in check(scribble)
+
+
+def test_lazy_subclass_output() -> None:
+    class Deferred(torch.Tensor):
+        pass
+
+    assert I.LAZY_OUTPUT in check(lambda x: honest(x).as_subclass(Deferred))
+
+
+def test_output_changes_after_a_later_call() -> None:
+    state: dict[str, torch.Tensor] = {}
+
+    def reuse(x: torch.Tensor) -> torch.Tensor:
+        buf = state.setdefault("buf", torch.empty_like(x))
+        buf.numpy()[:] = np.maximum(x.numpy(), 0)
+        return buf
+
+    assert I.LAZY_OUTPUT in check(reuse)
+
+
+def test_host_thread_escapes_the_call() -> None:
+    def threaded(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+
+        def work() -> None:
+            time.sleep(0.01)
+            out.copy_(honest(x))
+
+        threading.Thread(target=work).start()
+        return out
+
+    assert I.SIDE_STREAM_WORK in check(threaded)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        lambda: setattr(torch, "allclose", lambda *a, **k: True),
+        lambda: setattr(time, "perf_counter", lambda: 0.0),
+        lambda: setattr(torch.Tensor, "__eq__", lambda a, b: torch.ones((), dtype=torch.bool)),
+        lambda: torch.backends.cuda.matmul.__setattr__("allow_tf32", True),
+    ],
+    ids=["torch.allclose", "time.perf_counter", "Tensor.__eq__", "tf32"],
+)
+def test_monkey_patching_is_detected_and_undone(patch: Callable[[], None]) -> None:
+    originals = (
+        torch.allclose,
+        time.perf_counter,
+        torch.Tensor.__eq__,
+        torch.backends.cuda.matmul.allow_tf32,
+    )
+
+    def patcher(x: torch.Tensor) -> torch.Tensor:
+        patch()
+        return honest(x)
+
+    assert I.MONKEY_PATCHED in check(patcher)
+    # verify_snapshot restored the originals, so later checks (and later tests) use the real ones.
+    assert (
+        torch.allclose,
+        time.perf_counter,
+        torch.Tensor.__eq__,
+        torch.backends.cuda.matmul.allow_tf32,
+    ) == originals
+
+
+def test_checker_module_patching_is_detected() -> None:
+    import evaluator.integrity as module
+
+    snap = I.take_snapshot(extra=[module])
+    real = module.close
+    module.close = lambda *a, **k: True  # type: ignore[assignment]
+    flags, changed = I.verify_snapshot(snap)
+    assert flags == [I.MONKEY_PATCHED] and any("close" in c for c in changed)
+    assert module.close is real
+
+
+def test_roofline() -> None:
+    # 1 GiB moved at 1 TB/s takes >= ~1.07 ms; 0.1 ms is impossible, 2 ms is fine.
+    gib, tbs = float(1 << 30), 1e12
+    assert I.check_roofline(0.1, gib, tbs) == [I.EXCEEDS_ROOFLINE]
+    assert I.check_roofline(2.0, gib, tbs) == []
+    assert I.check_roofline(0.5, None, None, flops=1e11, peak_flops=1e15) == []
+    assert I.check_roofline(0.5, None, None, flops=1e13, peak_flops=1e15) == [I.EXCEEDS_ROOFLINE]
+    assert I.check_roofline(None, gib, tbs) == []
+
+
+def test_rejection_message_names_flags() -> None:
+    msg = I.rejection_message([I.NO_CUSTOM_KERNEL, I.CACHED_OUTPUT])
+    assert msg is not None and "cached_output" in msg and "no_custom_kernel" not in msg
+    assert I.rejection_message([I.NO_CUSTOM_KERNEL]) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: side streams, recycled memory, kernel lists.
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_honest_and_reference() -> None:
+    dev = torch.device("cuda")
+    flags = check(lambda x: torch.where(x > 0, x, torch.zeros_like(x)) * 1.0, dev)
+    assert I.REFERENCE_OP_CALLED not in flags
+    flags = check(lambda x: torch.relu(x), dev)
+    assert I.REFERENCE_OP_CALLED in flags and I.NO_CUSTOM_KERNEL in flags
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_side_stream_escapes() -> None:
+    dev = torch.device("cuda")
+    side = torch.cuda.Stream(dev)
+
+    def on_side_stream(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)  # ~tens of ms of spinning before the write
+            out.copy_(torch.where(x > 0, x, 0.0))
+        return out
+
+    assert I.SIDE_STREAM_WORK in check(on_side_stream, dev)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_recycled_memory() -> None:
+    dev = torch.device("cuda")
+    assert I.RECYCLED_MEMORY in check(lambda x: torch.empty_like(x), dev)
