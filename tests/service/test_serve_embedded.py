@@ -1,0 +1,167 @@
+"""`kjudge serve` on embedded defaults: no PostgreSQL, no Redis — SQLite and kombu's filesystem
+broker under KJUDGE_HOME — through the same API, task and worker code as production."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import DATA, REPO, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _embedded_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
+    env.update(KJUDGE_HOME=str(home), PYTHONPATH=str(REPO))
+    return env
+
+
+def _seed_problem(home: Path) -> str:
+    """Creates the embedded database the way serve does and stores the test problem in it."""
+    import hashlib
+
+    import sqlalchemy as sa
+
+    from api.settings import Settings
+    from db.migrate import upgrade
+    from db.models import Problem
+    from db.session import make_engine
+
+    settings = Settings(home=home)
+    upgrade(settings)
+    source = (DATA / "relu_problem.py").read_text()
+    pid = hashlib.sha256(source.encode()).hexdigest()
+    engine = make_engine(settings.effective_database_url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.insert(Problem).values(
+                id=pid, name="relu_small", source=source, tags=[], settings={}, roofline={}
+            )
+        )
+    engine.dispose()
+    return pid
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes], Path]]:
+    home = tmp_path / "home"
+    pid = _seed_problem(home)
+    port = _free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kjudge", "serve", "--port", str(port)],
+            env=_embedded_env(home),
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"kjudge serve exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
+        try:
+            return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(healthy, 90, "kjudge serve to answer /healthz")
+        yield base, pid, proc, log_path
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=40)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def test_serve_evaluates_a_submission_without_any_server(served, tmp_path: Path) -> None:
+    base, problem_id, proc, log_path = served
+    with httpx.Client(base_url=base, timeout=30) as client:
+        body = {
+            "problem_id": problem_id,
+            "language": "triton",
+            "source": (DATA / "relu_triton.py").read_text(),
+            "target": "cpu",
+        }
+        accepted = client.post("/v1/submissions", json=body)
+        assert accepted.status_code == 202, accepted.text
+        sid = accepted.json()["id"]
+
+        def done() -> dict | None:
+            got = client.get(f"/v1/submissions/{sid}", params={"wait": 5}).json()
+            return got if got["status"] in ("done", "error") else None
+
+        final = wait_for(done, 240, "the embedded worker to finish", lambda: log_path.read_text()[-4000:])
+        # The default target ('any') must not strand a submission on a machine without a GPU.
+        default_target = client.post("/v1/submissions", json={**body, "target": None}).json()["id"]
+    assert (final["status"], final["verdict"]) == ("done", "correct"), final
+    assert final["result"]["target"]["backend"] == "cpu"
+    home = tmp_path / "home"
+    assert (home / "kjudge.db").is_file() and (home / "broker" / "queue").is_dir()
+    with httpx.Client(base_url=base, timeout=30) as client:
+        wait_for(
+            lambda: (
+                client.get(f"/v1/submissions/{default_target}", params={"wait": 5}).json()["status"] == "done"
+            ),
+            240,
+            "the default-target submission",
+            lambda: log_path.read_text()[-4000:],
+        )
+
+    # Stopping serve stops its worker too: no process of the session is left behind.
+    from worker.launcher import descendants
+
+    children = descendants(proc.pid)
+    assert children, "serve should have started a worker"
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in children if _alive(p)], "worker processes outlived kjudge serve"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "kjudge", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
+        env=_embedded_env(tmp_path / "home"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    assert "KJUDGE_API_KEYS_REQUIRED=true" in run.stderr and "Traceback" not in run.stderr
