@@ -68,3 +68,23 @@ def test_celery_argv_pins_concurrency_and_prefetch() -> None:
     assert "--concurrency 1" in joined and "--prefetch-multiplier 1" in joined
     assert "--queues eval.cuda.sm_90,eval.cuda,eval.any" in joined
     assert "--hostname kjudge-gpu3@" in joined
+
+
+@pytest.mark.gpu
+def test_real_gpus_are_listed_and_pinned_one_per_process() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU visible")
+    from worker.devices import list_gpus
+
+    gpus = list_gpus()
+    assert len(gpus) == torch.cuda.device_count()
+    specs = [gpu_spec(g) for g in parse_gpu_selection("all", gpus)]
+    for gpu, spec in zip(gpus, specs, strict=True):
+        expected = "rocm" if torch.version.hip else "cuda"
+        assert gpu.backend == expected and spec.queues[-1] == "eval.any"
+        if expected == "cuda":
+            major, minor = torch.cuda.get_device_capability(gpu.index)
+            assert gpu.arch == f"sm_{major}{minor}" and spec.queues[0] == f"eval.cuda.sm_{major}{minor}"
+        env = spec.child_env({})
+        assert env["CUDA_VISIBLE_DEVICES" if expected == "cuda" else "HIP_VISIBLE_DEVICES"] == gpu.visible_id
