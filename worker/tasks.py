@@ -13,6 +13,7 @@ import logging
 import threading
 from typing import Any
 
+import sqlalchemy as sa
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
@@ -24,6 +25,11 @@ from worker.celery_app import TASK_NAME, app
 from worker.config import get_worker_settings
 
 log = logging.getLogger(__name__)
+
+# While the database is unreachable a message is retried this often before the reconciler's
+# periodic re-send becomes the only path.
+DB_RETRY_S = 5.0
+DB_MAX_RETRIES = 60
 
 lifecycle.connect()
 
@@ -69,14 +75,20 @@ class PermanentFailure(Exception):
 def evaluate_submission(self: Task, submission_id: str) -> str:
     settings = get_settings()
     wsettings = get_worker_settings()
-    with session_scope() as session:
-        claimed = store.claim(
-            session,
-            submission_id,
-            worker_id=wsettings.worker_id,
-            lease_s=settings.running_lease_s,
-            max_attempts=settings.max_attempts,
-        )
+    try:
+        with session_scope() as session:
+            claimed = store.claim(
+                session,
+                submission_id,
+                worker_id=wsettings.worker_id,
+                lease_s=settings.running_lease_s,
+                max_attempts=settings.max_attempts,
+            )
+    except sa.exc.DBAPIError as exc:
+        # PostgreSQL unreachable: nothing was claimed. Try this message again shortly; should the
+        # retry be lost too, the row is still `queued` and the reconciler re-sends it.
+        log.warning("cannot claim %s now (database: %s); retrying", submission_id, _describe(exc))
+        raise self.retry(countdown=DB_RETRY_S, max_retries=DB_MAX_RETRIES) from exc
     if isinstance(claimed, store.ClaimRefused):
         log.info("submission %s not evaluated: %s", submission_id, claimed.reason)
         return claimed.reason
@@ -126,6 +138,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
 
 def _evaluate(claimed: store.Claim) -> Result:
     from evaluator.api import evaluate
+
     from evaluator.options import EvalOptions, Submission
     from evaluator.problem import Problem, ProblemError
 
