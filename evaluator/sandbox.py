@@ -54,7 +54,9 @@ _DISK_POLL_S = 0.5
 class Limits(BaseModel):
     wall_s: float = 600.0
     cpu_s: int = 1200
-    memory_bytes: int | None = None  # host memory; RLIMIT_AS only on CPU runs (CUDA maps huge VA ranges)
+    # Host memory. RLIMIT_AS only on CPU runs (CUDA maps huge VA ranges); a cgroup or RSS polling
+    # for all. None: half the machine's RAM (default_memory_bytes).
+    memory_bytes: int | None = None
     file_bytes: int = 2 << 30
     nproc: int = 4096
     output_bytes: int = 1 << 20  # stdout/stderr kept per stream (head + tail)
@@ -93,6 +95,11 @@ def scrub_env(env: dict[str, str]) -> dict[str, str]:
 
 def unsafe_opt_out() -> bool:
     return os.environ.get(UNSAFE_ENV, "") not in ("", "0", "false", "no")
+
+
+def default_memory_bytes() -> int:
+    """Half the machine's RAM: the cap applied when a caller sets no memory limit."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 def sandbox_status() -> sandbox_bwrap.Probe:
@@ -280,6 +287,9 @@ def run_sandboxed(
             ),
         )
     env = scrub_env(env)
+    if limits.memory_bytes is None:
+        # No caller limit still must not let one candidate take the worker's machine down.
+        limits = limits.model_copy(update={"memory_bytes": default_memory_bytes()})
     cgroup = RunCgroup.create(pids_max=limits.nproc, memory_bytes=limits.memory_bytes)
     fds: list[int] = []
     try:
