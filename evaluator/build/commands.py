@@ -1,0 +1,68 @@
+"""Host-compiler command lines: the precompiled torch header, host units, the final link.
+
+Device command lines (nvcc, hipcc) live with their targets (evaluator/targets/cuda.py, rocm.py).
+Everything is built -O2: -O3 adds compile time for host glue whose speed is not measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluator.build.toolchain import TorchInfo, torch_system_includes
+
+PCH_HEADER = "torch/extension.h"
+
+
+def pch_flags(info: TorchInfo) -> list[str]:
+    """The flags a host unit and the precompiled header must share for GCC to accept the .gch."""
+    return [
+        "-O2",
+        f"-std={info.cxx_std}",
+        "-fPIC",
+        "-DTORCH_API_INCLUDE_EXTENSION_H",
+        f"-D_GLIBCXX_USE_CXX11_ABI={info.cxx11_abi}",
+        *info.pybind11_flags,
+    ]
+
+
+def pch_command(compiler: str, info: TorchInfo, output: Path) -> list[str]:
+    header = Path(info.include_dirs[0]) / PCH_HEADER
+    return [compiler, "-x", "c++-header", str(header), "-o", str(output), *pch_flags(info), *torch_system_includes(info)]
+
+
+def cxx_compile_command(
+    compiler: str,
+    info: TorchInfo,
+    *,
+    source: Path,
+    output: Path,
+    module_name: str,
+    pch_dir: Path | None,
+    includes: list[str],
+    extra: list[str],
+) -> list[str]:
+    cmd = [compiler, "-c", str(source), "-o", str(output), *pch_flags(info), f"-DTORCH_EXTENSION_NAME={module_name}"]
+    if pch_dir is not None:
+        # -include makes torch/extension.h the unit's first header, so the .gch found in pch_dir
+        # is used even when the author's own #include <torch/extension.h> comes later.
+        cmd += [f"-I{pch_dir}", "-include", PCH_HEADER]
+    return cmd + includes + torch_system_includes(info) + extra
+
+
+def link_command(
+    compiler: str, info: TorchInfo, *, objects: list[Path], output: Path, backend_flags: list[str], extra: list[str]
+) -> list[str]:
+    return [
+        compiler,
+        "-shared",
+        *[str(o) for o in objects],
+        "-o",
+        str(output),
+        f"-L{info.library_dir}",
+        "-lc10",
+        "-ltorch",
+        "-ltorch_cpu",
+        "-ltorch_python",
+        *backend_flags,
+        *extra,
+    ]

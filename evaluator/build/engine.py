@@ -1,0 +1,200 @@
+"""Compile a BuildSpec into a published extension module: units in parallel, then one link.
+
+A build is a few translation units (typically the device unit through nvcc and the generated
+binding through g++ with the precompiled torch header) compiled concurrently, then linked with
+the host compiler. A light device unit that fails is retried once with the real torch headers
+(the spec's fallback plan) before the error is reported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from evaluator.build import cache, commands, pch
+from evaluator.build.models import BuildOutput, BuildSpec, Unit, UnitKind
+from evaluator.build.toolchain import (
+    compiler_version,
+    default_jobs,
+    host_compiler,
+    torch_defines,
+    torch_info,
+    torch_system_includes,
+)
+from evaluator.result import Backend
+from evaluator.targets import cuda, rocm
+from evaluator.targets.hip_on_cuda import SHIM_HEADER
+
+SHADOW_INCLUDE = Path(__file__).parent / "shadow"
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(1.0, self.end - time.monotonic())
+
+
+def spec_key(spec: BuildSpec) -> str:
+    """Cache key: the spec (sources, flags, target arch) plus the toolchain that turns it into code."""
+    info = torch_info()
+    tools = [host_compiler(), compiler_version(host_compiler())]
+    if any(u.kind is UnitKind.CUDA for u in spec.units):
+        tools.append(compiler_version(cuda.nvcc_path()))
+    if any(u.kind is UnitKind.HIP for u in spec.units):
+        tools.append(compiler_version(rocm.hipcc_path()))
+    return cache.content_key("module", spec.model_dump(mode="json"), info.model_dump(), tools)
+
+
+def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> list[str]:
+    info = torch_info()
+    includes = [f"-I{p}" for p in spec.extra_include_paths]
+    if unit.light_torch:
+        includes = [f"-I{SHADOW_INCLUDE}", *includes]
+    includes += torch_system_includes(info)
+    defines = torch_defines(info, spec.module_name)
+    extra = list(spec.extra_cuda_cflags)
+    if unit.kind is UnitKind.CUDA:
+        if unit.torch_half_defines:
+            defines += cuda.TORCH_NVCC_DEFINES
+        if unit.hip_shim:
+            extra += ["-include", str(SHIM_HEADER)]
+        return cuda.nvcc_compile_command(
+            source=source,
+            output=output,
+            target=spec.target,
+            cxx_std=info.cxx_std,
+            includes=includes + cuda.include_flags(),
+            defines=defines,
+            extra=extra,
+        )
+    if unit.torch_half_defines:
+        defines += rocm.TORCH_HIP_HALF_DEFINES
+    return rocm.hipcc_compile_command(
+        source=source,
+        output=output,
+        target=spec.target,
+        cxx_std=info.cxx_std,
+        includes=includes,
+        defines=defines,
+        extra=extra,
+    )
+
+
+def _compile(cmd: list[str], timeout_s: float) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, f"compiler timed out after {timeout_s:.0f}s\n"
+    except OSError as exc:
+        return False, f"could not run {cmd[0]}: {exc}\n"
+    return proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _compile_units(
+    units: list[Unit], spec: BuildSpec, work: Path, pch_dir: Path | None, jobs: int, deadline: _Deadline
+) -> tuple[list[Path], dict[str, tuple[bool, str]]]:
+    info = torch_info()
+    cxx = host_compiler()
+    commands_by_unit: dict[str, list[str]] = {}
+    objects = []
+    for unit in units:
+        source = work / unit.name
+        source.write_text(unit.code)
+        obj = work / (unit.name + ".o")
+        objects.append(obj)
+        if unit.kind is UnitKind.CXX:
+            commands_by_unit[unit.name] = commands.cxx_compile_command(
+                cxx,
+                info,
+                source=source,
+                output=obj,
+                module_name=spec.module_name,
+                pch_dir=pch_dir,
+                includes=[f"-I{p}" for p in spec.extra_include_paths],
+                extra=list(spec.extra_cflags),
+            )
+        else:
+            commands_by_unit[unit.name] = _device_command(unit, spec, source, obj)
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(units)))) as pool:
+        futures = {name: pool.submit(_compile, cmd, deadline.left()) for name, cmd in commands_by_unit.items()}
+        results = {name: f.result() for name, f in futures.items()}
+    return objects, results
+
+
+def _link_flags(spec: BuildSpec) -> list[str]:
+    info = torch_info()
+    libs = {p.name[3:-3] for p in Path(info.library_dir).glob("lib*.so")}
+    if spec.target.backend is Backend.CUDA and any(u.kind is UnitKind.CUDA for u in spec.units):
+        return cuda.link_flags(info.library_dir, libs)
+    if spec.target.backend is Backend.ROCM and any(u.kind is UnitKind.HIP for u in spec.units):
+        return rocm.link_flags(info.library_dir, libs)
+    return []
+
+
+def _format_log(results: dict[str, tuple[bool, str]]) -> str:
+    parts = []
+    for name, (ok, text) in results.items():
+        if text.strip() or not ok:
+            parts.append(f"== {name}: {'ok' if ok else 'FAILED'}\n{text.strip()}\n")
+    return "".join(parts)
+
+
+def build_spec(spec: BuildSpec, cache_dir: Path, *, timeout_s: float = 300, jobs: int | None = None) -> BuildOutput:
+    """Build `spec` (or return the cached module). Never raises for a compile error."""
+    start = time.monotonic()
+    key = spec_key(spec)
+    hit = cache.lookup(cache_dir, key)
+    if hit is not None:
+        return hit
+    deadline = _Deadline(timeout_s)
+    jobs = jobs or default_jobs()
+    log = ""
+    pch_dir: Path | None = None
+    if any(u.kind is UnitKind.CXX for u in [*spec.units, *(spec.fallback_units or [])]):
+        pch_dir, pch_log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=deadline.left())
+        log += pch_log
+    with cache.staging_dir(cache_dir, key) as work:
+        units = spec.units
+        objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+        log += _format_log(results)
+        if not all(ok for ok, _ in results.values()) and spec.fallback_units is not None:
+            light_failed = any(not results[u.name][0] and u.light_torch for u in units)
+            if light_failed:
+                log += "== retrying with the full <torch/extension.h>\n"
+                units = spec.fallback_units
+                objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+                log += _format_log(results)
+        if not all(ok for ok, _ in results.values()):
+            return BuildOutput(
+                ok=False,
+                log=log,
+                seconds=time.monotonic() - start,
+                message="compilation failed; see logs.compile",
+            )
+        module_path = work / f"{spec.module_name}.so"
+        link = commands.link_command(
+            host_compiler(),
+            torch_info(),
+            objects=objects,
+            output=module_path,
+            backend_flags=_link_flags(spec),
+            extra=list(spec.extra_ldflags),
+        )
+        ok, link_log = _compile(link, deadline.left())
+        if link_log.strip():
+            log += f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n"
+        if not ok:
+            return BuildOutput(ok=False, log=log, seconds=time.monotonic() - start, message="linking failed; see logs.compile")
+        out = BuildOutput(
+            ok=True,
+            module_path=module_path,
+            module_name=spec.module_name,
+            log=log,
+            cached=False,
+            seconds=time.monotonic() - start,
+        )
+        return cache.publish(work, cache_dir, key, out)

@@ -1,0 +1,70 @@
+"""Data passed across the native-build boundary (the parent, the sandboxed child, the cache)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from evaluator.result import Language, Target
+
+
+class BuildOutput(BaseModel):
+    """What a native build produced (docs/internals.md, "Native builds")."""
+
+    ok: bool
+    module_path: Path | None = None
+    module_name: str | None = None
+    log: str = ""
+    cached: bool = False
+    seconds: float = 0.0
+    message: str | None = Field(default=None, description="one line for the author when ok is False")
+
+
+class UnitKind(StrEnum):
+    CXX = "cxx"  # host C++ through the host compiler (g++), precompiled torch header when possible
+    CUDA = "cuda"  # CUDA C++ through nvcc
+    HIP = "hip"  # HIP C++ through hipcc (ROCm)
+
+
+class Unit(BaseModel):
+    """One translation unit of an extension module."""
+
+    name: str = Field(description="file name inside the build directory, e.g. kernel.cu")
+    code: str
+    kind: UnitKind
+    # Device units only: compile against the light <torch/extension.h> (torch/types.h). Safe
+    # only when the unit needs no pybind11; a failure retries with the real header.
+    light_torch: bool = False
+    # HIP sources translated for nvcc get the HIP-on-CUDA shim header force-included.
+    hip_shim: bool = False
+    # Add PyTorch's __CUDA_NO_HALF_OPERATORS__-style defines (what load_inline gives .cu files).
+    torch_half_defines: bool = True
+
+
+class BuildSpec(BaseModel):
+    """Everything that determines a build's output; its hash is the cache key."""
+
+    module_name: str
+    units: list[Unit]
+    target: Target
+    extra_cflags: list[str] = Field(default_factory=list)
+    extra_cuda_cflags: list[str] = Field(default_factory=list)
+    extra_ldflags: list[str] = Field(default_factory=list)
+    extra_include_paths: list[str] = Field(default_factory=list)
+    # When the light device unit fails, this alternative single-unit plan (real headers) is tried.
+    fallback_units: list[Unit] | None = None
+
+
+class BuildJob(BaseModel):
+    """The sandboxed child's job file (`python -m evaluator.build JOB.json`)."""
+
+    source: str
+    language: Language
+    entry: str
+    target: Target
+    cache_dir: Path
+    report_path: Path
+    timeout_s: float = 300
+    jobs: int | None = None

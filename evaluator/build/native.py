@@ -1,0 +1,197 @@
+"""build_native: a raw cpp / cuda / hip source -> a Python extension module exposing `entry`.
+
+Which toolchain a language takes on which target:
+
+| language | cpu            | cuda (NVIDIA)                       | rocm (AMD)                      |
+|----------|----------------|-------------------------------------|---------------------------------|
+| cpp      | g++            | g++                                 | g++                             |
+| cuda     | compile_error  | nvcc                                | PyTorch hipify -> hipcc         |
+| hip      | compile_error  | HIP-on-CUDA translation -> nvcc     | hipcc                           |
+
+The build itself runs in a sandboxed child (`python -m evaluator.build JOB.json`), so a compile
+bomb costs only its own candidate; cache hits are answered without starting one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evaluator.build import binding, cache
+from evaluator.build.engine import build_spec, spec_key
+from evaluator.build.models import BuildJob, BuildOutput, BuildSpec, Unit, UnitKind
+from evaluator.result import Backend, Language, Target
+from evaluator.targets import cuda, hip_on_cuda, rocm
+
+
+class PlanError(ValueError):
+    """The submission cannot be built as asked; the message is for its author."""
+
+
+def _device_source(source: str, language: Language, target: Target) -> tuple[str, UnitKind, bool]:
+    """(code, unit kind, needs the HIP shim) for a cuda/hip source on a GPU target."""
+    if target.backend is Backend.CUDA:
+        if language is Language.HIP:
+            try:
+                translated = hip_on_cuda.translate(source)
+            except hip_on_cuda.UnsupportedHip as exc:
+                raise PlanError(str(exc)) from exc
+            return f'#line 1 "submission.hip"\n{translated}', UnitKind.CUDA, True
+        return f'#line 1 "submission.cu"\n{source}', UnitKind.CUDA, False
+    if target.backend is Backend.ROCM:
+        if language is Language.CUDA:
+            return rocm.hipify_cuda_source(source), UnitKind.HIP, False
+        return f'#line 1 "submission.hip"\n{source}', UnitKind.HIP, False
+    raise PlanError(f"{language.value} sources need a GPU target (cuda or rocm), not {target.backend.value}")
+
+
+def plan(source: str, language: Language, entry: str, target: Target) -> BuildSpec:
+    """Turn a raw source into build units. Raises PlanError with a message for the author."""
+    if language not in (Language.CPP, Language.CUDA, Language.HIP):
+        raise PlanError(f"build_native builds cpp, cuda and hip sources, not {language.value}")
+    if not entry.isidentifier():
+        raise PlanError(f"entry must be a C++ function name, got {entry!r}")
+    own_name = binding.module_name_in_source(source)
+    if own_name is None and not binding.defines_function(source, entry):
+        raise PlanError(
+            f"the source defines no function `{entry}`: define `torch::Tensor {entry}(torch::Tensor ...)` "
+            f"taking and returning tensors, or name your function with the submission's `entry`"
+        )
+    if own_name is not None and own_name != "TORCH_EXTENSION_NAME":
+        module_name = own_name
+    else:
+        module_name = "kjudge_" + cache.content_key(source, language.value, entry)[:16]
+    module_def = "" if own_name else "\n" + binding.module_definition({entry: entry})
+
+    if language is Language.CPP:
+        unit = Unit(name="submission.cpp", code=source + module_def, kind=UnitKind.CXX)
+        return BuildSpec(module_name=module_name, units=[unit], target=target)
+
+    code, kind, shim = _device_source(source, language, target)
+    ext = ".cu" if kind is UnitKind.CUDA else ".hip"
+    half_defines = language is Language.CUDA
+    merged = Unit(name="submission" + ext, code=code + module_def, kind=kind, hip_shim=shim, torch_half_defines=half_defines)
+    declaration = None if own_name else binding.entry_declaration(code, entry)
+    if declaration is None:
+        return BuildSpec(module_name=module_name, units=[merged], target=target)
+    device = Unit(
+        name="submission" + ext,
+        code=code,
+        kind=kind,
+        hip_shim=shim,
+        light_torch=binding.light_header_safe(code),
+        torch_half_defines=half_defines,
+    )
+    glue = Unit(
+        name="binding.cpp",
+        code=binding.binding_unit_source([declaration], binding.file_scope_usings(code), {entry: entry}),
+        kind=UnitKind.CXX,
+    )
+    return BuildSpec(module_name=module_name, units=[device, glue], target=target, fallback_units=[merged])
+
+
+def _failed(message: str, start: float) -> BuildOutput:
+    return BuildOutput(ok=False, log=message + "\n", message=message, seconds=time.monotonic() - start)
+
+
+def build_in_process(
+    source: str, language: Language, entry: str, target: Target, cache_dir: Path, timeout_s: float = 300, jobs: int | None = None
+) -> BuildOutput:
+    start = time.monotonic()
+    try:
+        spec = plan(source, language, entry, target)
+    except PlanError as exc:
+        return _failed(str(exc), start)
+    return build_spec(spec, cache_dir, timeout_s=timeout_s, jobs=jobs)
+
+
+def _child_env(cache_dir: Path) -> dict[str, str]:
+    """A scrubbed environment: only what compilers and the child's Python need."""
+    repo_root = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(repo_root),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    home = cuda.cuda_home()
+    if home is not None:
+        env["CUDA_HOME"] = str(home)
+    rocm_dir = rocm.rocm_home()
+    if rocm_dir is not None:
+        env["ROCM_HOME"] = str(rocm_dir)
+    return env
+
+
+def build_native(
+    source: str,
+    language: Language,
+    entry: str,
+    target: Target,
+    cache_dir: Path,
+    timeout_s: float = 300,
+    *,
+    sandboxed: bool = True,
+    jobs: int | None = None,
+) -> BuildOutput:
+    """Build (or fetch from the cache) the extension module for a raw cpp/cuda/hip submission.
+
+    Never raises for anything the source did: compile errors come back as ok=False with the
+    compiler's log and a one-line message.
+    """
+    start = time.monotonic()
+    cache_dir = Path(cache_dir)
+    try:
+        spec = plan(source, language, entry, target)
+    except PlanError as exc:
+        return _failed(str(exc), start)
+    hit = cache.lookup(cache_dir, spec_key(spec))
+    if hit is not None or not sandboxed:
+        return hit or build_spec(spec, cache_dir, timeout_s=timeout_s, jobs=jobs)
+
+    from evaluator.sandbox import Limits, run_sandboxed
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kjudge-build-") as scratch_name:
+        scratch = Path(scratch_name)
+        report = scratch / "report.json"
+        job = BuildJob(
+            source=source,
+            language=language,
+            entry=entry,
+            target=target,
+            cache_dir=cache_dir,
+            report_path=report,
+            timeout_s=timeout_s,
+            jobs=jobs,
+        )
+        job_path = scratch / "job.json"
+        job_path.write_text(job.model_dump_json())
+        env = _child_env(cache_dir) | {"HOME": str(scratch), "TMPDIR": str(scratch)}
+        run = run_sandboxed(
+            [sys.executable, "-m", "evaluator.build", str(job_path)],
+            scratch=scratch,
+            limits=Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 32) + 60),
+            gpu=False,
+            env=env,
+            writable_paths=[cache_dir],
+        )
+        if run.timed_out:
+            return _failed(f"compilation took longer than {timeout_s:.0f}s and was stopped", start)
+        try:
+            out = BuildOutput.model_validate_json(report.read_text())
+        except (OSError, ValueError):
+            detail = (run.stderr or run.stdout)[-4000:]
+            return _failed(f"the compiler process died (exit {run.returncode}, signal {run.signal}):\n{detail}", start)
+    return out.model_copy(update={"seconds": time.monotonic() - start})
+
+
+def run_job(job_path: Path) -> int:
+    """Entry of the sandboxed child: build, write the report, exit 0 (the report says how it went)."""
+    job = BuildJob.model_validate_json(Path(job_path).read_text())
+    out = build_in_process(job.source, job.language, job.entry, job.target, job.cache_dir, job.timeout_s, job.jobs)
+    job.report_path.write_text(out.model_dump_json())
+    return 0
