@@ -520,6 +520,17 @@ def check_cached(
     return []
 
 
+def check_repeat_storage(candidate: Callable[..., Any], inputs: Sequence[Any]) -> list[str]:
+    """cached_output when two calls on the same inputs return the same storage while the first
+    result is still alive: the output was kept from the previous call, not computed."""
+    first = candidate(*inputs)
+    second = candidate(*inputs)
+    firsts = tensors_of(first)
+    if any(overlaps(b, a) for b in tensors_of(second) for a in firsts):
+        return [CACHED_OUTPUT]
+    return []
+
+
 def check_stale_outputs(kept: Any, kept_values: Sequence[torch.Tensor], device: torch.device) -> list[str]:
     """lazy_output when an output object returned earlier changed after later calls (an
     internal buffer handed out and overwritten, or values computed on access)."""
@@ -629,6 +640,7 @@ def run_checks(
     )
     if OUTPUT_ALIASES_INPUT not in report.flags:  # an alias changes with its input: already named
         report.add(check_stale_outputs(out_a, kept_values, device))
+        report.add(check_repeat_storage(candidate, inputs_b))
     report.add(check_recycled_memory(candidate, inputs_b, device))
     if snapshot is not None:
         flags, changed = verify_snapshot(snapshot)
