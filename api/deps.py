@@ -1,0 +1,124 @@
+"""FastAPI dependencies: settings, database session, enqueuer, caller identity and scopes.
+
+Everything hangs off `app.state` (set by api.app.create_app) so that tests can run several apps
+with different settings in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header, Request, Response
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.auth import Principal, anonymous, is_loopback, lookup_key, principal_for, secret_from_headers
+from api.errors import ApiError
+from api.queue import Enqueuer
+from api.ratelimit import RateLimiter
+from api.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_sessionmaker(request: Request) -> sessionmaker[Session]:
+    return request.app.state.sessionmaker
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    session: Session = request.app.state.sessionmaker()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def get_enqueuer(request: Request) -> Enqueuer:
+    return request.app.state.enqueuer
+
+
+def get_rate_limiter(request: Request) -> RateLimiter:
+    return request.app.state.rate_limiter
+
+
+def get_principal(
+    request: Request,
+    response: Response,
+    session: Annotated[Session, Depends(get_db)],
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    settings: Settings = request.app.state.settings
+    secret = secret_from_headers(authorization, x_api_key)
+    if secret is None:
+        if settings.api_keys_required:
+            raise ApiError(
+                401,
+                "missing_api_key",
+                "this server requires an API key: send 'Authorization: Bearer <key>' "
+                "(an operator creates one with `kjudge keys create --name NAME`)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        client = request.client.host if request.client else None
+        if not is_loopback(client):
+            raise ApiError(
+                403,
+                "loopback_only",
+                "this server runs without API keys and answers loopback clients only; "
+                "set KJUDGE_API_KEYS_REQUIRED=true and use a key to serve other hosts",
+            )
+        principal = anonymous(settings.anonymous_rate_limit_per_min)
+    else:
+        key = lookup_key(session, secret)
+        session.rollback()  # end the read transaction; routes open their own
+        if key is None:
+            raise ApiError(
+                401,
+                "invalid_api_key",
+                "the API key is unknown or revoked",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        principal = principal_for(key, settings.default_rate_limit_per_min)
+    _apply_rate_limit(request, response, principal)
+    request.state.principal = principal
+    return principal
+
+
+def _apply_rate_limit(request: Request, response: Response, principal: Principal) -> None:
+    limit = principal.rate_limit_per_min
+    if limit is None:
+        return
+    limiter: RateLimiter = request.app.state.rate_limiter
+    decision = limiter.hit(principal.key_id or "anonymous", limit)
+    headers = {"X-RateLimit-Limit": str(decision.limit), "X-RateLimit-Remaining": str(decision.remaining)}
+    if not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {limit} requests per minute exceeded; retry in {decision.reset_s} s",
+            headers={**headers, "Retry-After": str(decision.reset_s)},
+        )
+    response.headers.update(headers)
+
+
+def require(scope: str) -> Callable[..., Principal]:
+    """A dependency that admits callers holding `scope` (or `admin`)."""
+
+    def _check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        if not principal.has(scope):
+            raise ApiError(
+                403,
+                "missing_scope",
+                f"this API key lacks the '{scope}' scope; ask an operator for a key with it",
+            )
+        return principal
+
+    _check.__name__ = f"require_{scope.replace(':', '_')}"
+    return _check
+
+
+SessionDep = Annotated[Session, Depends(get_db)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]

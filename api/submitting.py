@@ -1,0 +1,346 @@
+"""Accepting submissions: validate, apply idempotency and reuse, store, commit, then enqueue.
+
+One code path serves `POST /v1/submissions` (a batch of one) and `POST /v1/batches`, so both
+have the same checks, the same idempotency rules and the same store-then-enqueue order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from prometheus_client import Counter
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
+
+from api.auth import Principal
+from api.errors import ApiError
+from api.queue import Enqueuer
+from api.schemas import SubmissionAccepted, SubmissionCreate
+from api.settings import Settings
+from db.models import ApiKey, Batch, Problem, ResultRow, Submission, new_id
+from db.types import utcnow
+from evaluator.result import Language
+from worker.routing import UnknownTarget, normalize_target, queue_for_target
+
+LANGUAGES = tuple(lang.value for lang in Language)
+MAX_METADATA_BYTES = 64 << 10
+
+SUBMISSIONS_ACCEPTED = Counter("kjudge_submissions_accepted_total", "submissions stored", ["kind"])
+
+
+@dataclass
+class Prepared:
+    """One validated submission, ready to store."""
+
+    index: int
+    problem_id: str
+    language: str
+    source: str
+    source_sha256: str
+    entry: str | None
+    target: str
+    queue: str
+    metadata: dict[str, Any]
+    reuse: bool
+    idempotency_key: str | None
+    accepted: SubmissionAccepted | None = field(default=None)
+
+    def same_request(self, row: Submission) -> bool:
+        return (row.problem_id, row.source_sha256, row.language, row.target, row.entry) == (
+            self.problem_id,
+            self.source_sha256,
+            self.language,
+            self.target,
+            self.entry,
+        )
+
+
+def _where(batch: bool, index: int) -> str:
+    return f"submissions[{index}]: " if batch else ""
+
+
+def prepare(
+    session: Session,
+    settings: Settings,
+    items: Sequence[SubmissionCreate],
+    idempotency_keys: Sequence[str | None],
+    *,
+    batch: bool,
+) -> list[Prepared]:
+    """Checks every item before anything is stored; the first problem found is the answer."""
+    problem_ids = _resolve_problems(session, {item.problem_id for item in items}, items, batch)
+    seen_keys: set[str] = set()
+    out: list[Prepared] = []
+    for i, (item, key) in enumerate(zip(items, idempotency_keys, strict=True)):
+        where = _where(batch, i)
+        if item.language not in LANGUAGES:
+            raise ApiError(
+                404,
+                "unknown_language",
+                f"{where}unknown language {item.language!r}: use one of {', '.join(LANGUAGES)}",
+            )
+        size = len(item.source.encode("utf-8"))
+        if size > settings.max_source_bytes:
+            raise ApiError(
+                413,
+                "source_too_large",
+                f"{where}source is {size} bytes; the limit is {settings.max_source_bytes} bytes",
+            )
+        if not item.source.strip():
+            raise ApiError(422, "empty_source", f"{where}source is empty")
+        try:
+            target = normalize_target(item.target)
+            queue = queue_for_target(target)
+        except UnknownTarget as exc:
+            raise ApiError(422, "unknown_target", f"{where}{exc}") from None
+        meta_bytes = len(json.dumps(item.metadata, default=str))
+        if meta_bytes > MAX_METADATA_BYTES:
+            raise ApiError(
+                413,
+                "metadata_too_large",
+                f"{where}metadata is {meta_bytes} bytes; the limit is {MAX_METADATA_BYTES}",
+            )
+        if key is not None:
+            if key in seen_keys:
+                raise ApiError(
+                    422, "duplicate_client_request_id", f"{where}client_request_id {key!r} appears twice"
+                )
+            seen_keys.add(key)
+        out.append(
+            Prepared(
+                index=i,
+                problem_id=problem_ids[item.problem_id],
+                language=item.language,
+                source=item.source,
+                source_sha256=hashlib.sha256(item.source.encode("utf-8")).hexdigest(),
+                entry=item.entry,
+                target=target,
+                queue=queue,
+                metadata=json.loads(json.dumps(item.metadata, default=str)),
+                reuse=item.reuse,
+                idempotency_key=key,
+            )
+        )
+    return out
+
+
+def _resolve_problems(
+    session: Session, refs: set[str], items: Sequence[SubmissionCreate], batch: bool
+) -> dict[str, str]:
+    """Maps each reference (an id or a name; the newest problem of that name) to a problem id."""
+    rows = session.execute(
+        sa.select(Problem.id, Problem.name, Problem.created_at).where(
+            sa.or_(Problem.id.in_(refs), Problem.name.in_(refs))
+        )
+    ).all()
+    found: dict[str, str] = {}
+    newest: dict[str, tuple[Any, str]] = {}
+    for pid, name, created in rows:
+        if pid in refs:
+            found[pid] = pid
+        if name in refs and (name not in newest or created > newest[name][0]):
+            newest[name] = (created, pid)
+    for name, (_, pid) in newest.items():
+        found.setdefault(name, pid)
+    for i, item in enumerate(items):
+        if item.problem_id not in found:
+            raise ApiError(
+                404,
+                "unknown_problem",
+                f"{_where(batch, i)}unknown problem {item.problem_id!r}: GET /v1/problems lists them, "
+                "POST /v1/problems adds one",
+            )
+    return found
+
+
+def accept(
+    session: Session,
+    enqueuer: Enqueuer,
+    principal: Principal,
+    prepared: list[Prepared],
+    *,
+    batch: bool,
+) -> tuple[str | None, list[SubmissionAccepted]]:
+    """Stores the new submissions in one transaction, commits, then enqueues them.
+
+    A concurrent request with the same idempotency key makes the insert fail on the unique
+    index; the retry then finds that row and answers with it.
+    """
+    for attempt in range(2):
+        try:
+            batch_id, jobs = _store(session, principal, prepared, batch=batch)
+            break
+        except sa_exc.IntegrityError:
+            session.rollback()
+            if attempt == 1:
+                raise
+            for p in prepared:
+                p.accepted = None
+    if jobs:
+        enqueuer.enqueue(jobs)
+    return batch_id, [p.accepted for p in prepared if p.accepted is not None]
+
+
+def _store(
+    session: Session, principal: Principal, prepared: list[Prepared], *, batch: bool
+) -> tuple[str | None, list[tuple[str, str]]]:
+    _apply_idempotency(session, principal, prepared, batch)
+    fresh = [p for p in prepared if p.accepted is None]
+    now = utcnow()
+    batch_id: str | None = None
+    if batch and fresh:
+        batch_id = new_id()
+        session.add(Batch(id=batch_id, api_key_id=principal.key_id, count=len(fresh), created_at=now))
+        session.flush()
+    elif batch:
+        # Every item was a replay: answer with the batch they were first stored in, if one.
+        batch_id = session.scalar(
+            sa.select(Submission.batch_id).where(Submission.id == prepared[0].accepted.id)  # type: ignore[union-attr]
+        )
+
+    rows: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    jobs: list[tuple[str, str]] = []
+    donors = _find_donors(session, [p for p in fresh if p.reuse])
+    for p in fresh:
+        sid = new_id()
+        meta = p.metadata
+        row: dict[str, Any] = {
+            "id": sid,
+            "problem_id": p.problem_id,
+            "language": p.language,
+            "source": p.source,
+            "source_sha256": p.source_sha256,
+            "entry": p.entry,
+            "target": p.target,
+            "queue": p.queue,
+            "meta": meta,
+            "model": _text(meta.get("model")),
+            "run_id": _text(meta.get("run_id")),
+            "idempotency_key": p.idempotency_key,
+            "api_key_id": principal.key_id,
+            "batch_id": batch_id,
+            "batch_index": p.index if batch else None,
+            "status": "queued",
+            "verdict": None,
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+            "reused_from": None,
+        }
+        donor = donors.get(_reuse_key(p))
+        if donor is not None:
+            origin = donor.reused_from or donor.id
+            row.update(
+                status="done", verdict=donor.verdict, reused_from=origin, started_at=now, finished_at=now
+            )
+            copied = dict(donor.result.result)
+            copied.update(id=sid, metadata=meta, reused_from=origin)
+            results.append(
+                {
+                    "submission_id": sid,
+                    "result": copied,
+                    "speedup_vs_eager": donor.result.speedup_vs_eager,
+                    "median_ms": donor.result.median_ms,
+                    "created_at": now,
+                }
+            )
+            p.accepted = SubmissionAccepted(id=sid, status="done", verdict=donor.verdict, reused_from=origin)
+        else:
+            jobs.append((sid, p.queue))
+            p.accepted = SubmissionAccepted(id=sid, status="queued")
+        rows.append(row)
+
+    if rows:
+        session.execute(sa.insert(Submission), rows)
+    if results:
+        session.execute(sa.insert(ResultRow), results)
+    if rows and principal.key_id is not None:
+        _charge_quota(session, principal.key_id, len(rows))
+    session.commit()
+    if rows:
+        SUBMISSIONS_ACCEPTED.labels("reused").inc(len(results))
+        SUBMISSIONS_ACCEPTED.labels("queued").inc(len(jobs))
+    return batch_id, jobs
+
+
+def _apply_idempotency(session: Session, principal: Principal, prepared: list[Prepared], batch: bool) -> None:
+    keyed = {p.idempotency_key: p for p in prepared if p.idempotency_key is not None}
+    if not keyed:
+        return
+    scope = sa.func.coalesce(Submission.api_key_id, "") == (principal.key_id or "")
+    existing = session.scalars(
+        sa.select(Submission).where(scope, Submission.idempotency_key.in_(list(keyed)))
+    ).all()
+    for row in existing:
+        p = keyed[row.idempotency_key]  # type: ignore[index]
+        if not p.same_request(row):
+            name = "client_request_id" if batch else "Idempotency-Key"
+            raise ApiError(
+                409,
+                "idempotency_key_reused",
+                f"{_where(batch, p.index)}{name} {p.idempotency_key!r} was already used for a different "
+                f"submission ({row.id}); use a new key for a new submission",
+            )
+        p.accepted = SubmissionAccepted(
+            id=row.id, status=row.status, verdict=row.verdict, reused_from=row.reused_from, replayed=True
+        )
+
+
+def _reuse_key(p: Prepared) -> tuple[str, str, str, str, str | None]:
+    return (p.problem_id, p.source_sha256, p.language, p.target, p.entry)
+
+
+def _find_donors(
+    session: Session, wanted: list[Prepared]
+) -> dict[tuple[str, str, str, str, str | None], Submission]:
+    """For `reuse: true`: the newest finished identical submission that has a result."""
+    donors: dict[tuple[str, str, str, str, str | None], Submission] = {}
+    for p in wanted:
+        key = _reuse_key(p)
+        if key in donors:
+            continue
+        entry_match = Submission.entry.is_(None) if p.entry is None else Submission.entry == p.entry
+        donor = session.scalars(
+            sa.select(Submission)
+            .join(ResultRow, ResultRow.submission_id == Submission.id)
+            .where(
+                Submission.problem_id == p.problem_id,
+                Submission.source_sha256 == p.source_sha256,
+                Submission.language == p.language,
+                Submission.target == p.target,
+                entry_match,
+                Submission.status == "done",
+            )
+            .order_by(Submission.created_at.desc())
+            .limit(1)
+        ).first()
+        if donor is not None:
+            donors[key] = donor
+    return donors
+
+
+def _charge_quota(session: Session, key_id: str, n: int) -> None:
+    # Last statement before commit: the key's row lock is held only for the commit itself.
+    res = session.execute(
+        sa.update(ApiKey)
+        .where(ApiKey.id == key_id, sa.or_(ApiKey.quota.is_(None), ApiKey.used + n <= ApiKey.quota))
+        .values(used=ApiKey.used + n)
+    )
+    if res.rowcount == 0:
+        session.rollback()
+        quota, used = session.execute(sa.select(ApiKey.quota, ApiKey.used).where(ApiKey.id == key_id)).one()
+        raise ApiError(
+            403,
+            "quota_exceeded",
+            f"this API key's quota is {quota} submissions and {used} are used; {n} more do not fit",
+        )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)[:200]
