@@ -1,0 +1,153 @@
+"""Host-side attacks end to end: each file in submissions/ through `evaluator.api.evaluate`,
+with the verdict it must get, followed by an honest submission that must still be `correct`.
+
+Device-side attacks (GPU kernels that hang, fault or exhaust memory) are at the bottom, marked
+`gpu`; they need the lent GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluator import sandbox_bwrap
+from evaluator.result import Language, Result, Verdict
+
+api = pytest.importorskip("evaluator.api")
+from evaluator.options import EvalOptions, Submission  # noqa: E402
+from evaluator.problem import Problem  # noqa: E402
+
+HERE = Path(__file__).parent
+SUBMISSIONS = HERE / "submissions"
+PROBLEM = Problem.from_file(HERE / "problem_relu.py")
+CANARY = "kjudge-canary-6c1e0b"
+
+pytestmark = pytest.mark.skipif(not sandbox_bwrap.probe().available, reason="bubblewrap unusable here")
+
+# (file, verdict it must get, a phrase the result's message or logs must contain or None)
+HOST_ATTACKS = [
+    ("net_socket.py", Verdict.CORRECT, None),
+    ("read_secrets.py", Verdict.CORRECT, None),
+    ("write_outside.py", Verdict.CORRECT, None),
+    ("kill_parent.py", Verdict.CORRECT, None),
+    ("fork_bomb.py", Verdict.RUNTIME_ERROR, None),
+    ("memory_bomb.py", Verdict.RUNTIME_ERROR, None),
+    ("disk_bomb.py", Verdict.RUNTIME_ERROR, None),
+    ("output_flood.py", Verdict.RUNTIME_ERROR, None),
+    ("sleep_forever.py", Verdict.TIMEOUT, None),
+]
+COMPILE_BOMBS = [
+    ("compile_bomb_include.cpp", Verdict.COMPILE_ERROR),
+    ("compile_bomb_template.cpp", Verdict.COMPILE_ERROR),
+]
+
+
+@pytest.fixture(scope="module")
+def options(tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
+    root = tmp_path_factory.mktemp("kjudge-attacks")
+    return EvalOptions(
+        device="cpu",
+        trials=2,
+        measure_timing=False,
+        baselines=False,
+        run_timeout_s=30,
+        build_timeout_s=30,
+        cache_dir=root / "cache",
+        scratch_root=root / "scratch",
+    )
+
+
+def _evaluate(name: str, options: EvalOptions, language: Language | None = None) -> Result:
+    sub = Submission.from_file(SUBMISSIONS / name, language=language)
+    return api.evaluate(PROBLEM, sub, options)
+
+
+def _everything(result: Result) -> str:
+    return result.model_dump_json()
+
+
+@pytest.fixture
+def canary_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Secrets in the worker's own environment, as a real deployment has them.
+    monkeypatch.setenv("KJUDGE_DATABASE_URL", f"postgresql://kjudge:{CANARY}@127.0.0.1/kjudge")
+    monkeypatch.setenv("KJUDGE_BROKER_URL", f"redis://:{CANARY}@127.0.0.1:6379/0")
+    monkeypatch.setenv("KJUDGE_CANARY_SECRET", CANARY)
+
+
+def _next_is_correct(options: EvalOptions) -> None:
+    result = _evaluate("legit.py", options)
+    assert result.verdict == Verdict.CORRECT, (result.message, result.logs.run[-2000:])
+
+
+@pytest.mark.parametrize(("name", "verdict", "phrase"), HOST_ATTACKS, ids=[a[0] for a in HOST_ATTACKS])
+def test_host_attack(
+    name: str, verdict: Verdict, phrase: str | None, options: EvalOptions, canary_env: None
+) -> None:
+    before = set(os.listdir("/tmp"))
+    result = _evaluate(name, options)
+    assert result.verdict == verdict, (result.verdict, result.message, result.logs.run[-3000:])
+    assert "ATTACK SUCCEEDED" not in _everything(result)
+    assert CANARY not in _everything(result)
+    if phrase:
+        assert phrase in (result.message or "") + result.logs.run
+    assert len(result.logs.run) < 2 << 20  # floods are capped
+    # Nothing the attack made survives on the host: no new files in /tmp, scratch removed.
+    leftovers = {p for p in set(os.listdir("/tmp")) - before if "pytest" not in p}
+    assert not any(p.startswith("kjudge") for p in leftovers), leftovers
+    _next_is_correct(options)
+
+
+@pytest.mark.parametrize(("name", "verdict"), COMPILE_BOMBS, ids=[a[0] for a in COMPILE_BOMBS])
+def test_compile_bomb(name: str, verdict: Verdict, options: EvalOptions) -> None:
+    result = _evaluate(name, options, Language.CPP)
+    assert result.verdict == verdict, (result.verdict, result.message, result.logs.compile[-3000:])
+    assert len(result.logs.compile) < 2 << 20
+    _next_is_correct(options)
+
+
+def test_worker_processes_are_all_gone(options: EvalOptions) -> None:
+    # After bombs and floods, no sandboxed process is left running under this worker.
+    _evaluate("fork_bomb.py", options)
+    children = [p for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == os.getpid()]
+    assert children == []
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Device-side attacks (GPU).
+
+GPU_ATTACKS = [
+    ("gpu_infinite_loop.py", Verdict.TIMEOUT),
+    ("gpu_illegal_address.py", Verdict.RUNTIME_ERROR),
+    ("gpu_oom.py", Verdict.RUNTIME_ERROR),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize(("name", "verdict"), GPU_ATTACKS, ids=[a[0] for a in GPU_ATTACKS])
+def test_device_attack(name: str, verdict: Verdict, tmp_path: Path) -> None:
+    opts = EvalOptions(
+        device="cuda",
+        trials=2,
+        measure_timing=False,
+        baselines=False,
+        run_timeout_s=90,
+        cache_dir=tmp_path / "cache",
+        scratch_root=tmp_path / "scratch",
+    )
+    result = _evaluate(name, opts)
+    assert result.verdict == verdict, (result.verdict, result.message, result.logs.run[-3000:])
+    after = _evaluate("legit.py", opts)
+    assert after.verdict == Verdict.CORRECT, (after.message, after.logs.run[-2000:])
+    free, total = torch.cuda.mem_get_info()
+    assert free > total * 0.5  # the hoard went away with the child
