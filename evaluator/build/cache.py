@@ -59,9 +59,14 @@ def staging_dir(cache_dir: Path, key: str) -> Iterator[Path]:
 
 
 def publish(staged: Path, cache_dir: Path, key: str, output: BuildOutput) -> BuildOutput:
-    """Move a finished build into place atomically; if another worker won the race, use theirs."""
+    """Move a finished build into place atomically; if another worker won the race, use theirs.
+
+    `staged` must be a directory under cache_dir/modules (see staging_dir) holding the module.
+    """
     final = module_dir(cache_dir, key)
     assert output.module_path is not None
+    if output.module_path.parent != staged:
+        shutil.copy2(output.module_path, staged / output.module_path.name)
     relocated = output.model_copy(update={"module_path": final / output.module_path.name})
     (staged / "build.json").write_text(relocated.model_dump_json(indent=1))
     try:

@@ -27,7 +27,16 @@ def pch_flags(info: TorchInfo) -> list[str]:
 
 def pch_command(compiler: str, info: TorchInfo, output: Path) -> list[str]:
     header = Path(info.include_dirs[0]) / PCH_HEADER
-    return [compiler, "-x", "c++-header", str(header), "-o", str(output), *pch_flags(info), *torch_system_includes(info)]
+    return [
+        compiler,
+        "-x",
+        "c++-header",
+        str(header),
+        "-o",
+        str(output),
+        *pch_flags(info),
+        *torch_system_includes(info),
+    ]
 
 
 def cxx_compile_command(
@@ -41,7 +50,15 @@ def cxx_compile_command(
     includes: list[str],
     extra: list[str],
 ) -> list[str]:
-    cmd = [compiler, "-c", str(source), "-o", str(output), *pch_flags(info), f"-DTORCH_EXTENSION_NAME={module_name}"]
+    cmd = [
+        compiler,
+        "-c",
+        str(source),
+        "-o",
+        str(output),
+        *pch_flags(info),
+        f"-DTORCH_EXTENSION_NAME={module_name}",
+    ]
     if pch_dir is not None:
         # -include makes torch/extension.h the unit's first header, so the .gch found in pch_dir
         # is used even when the author's own #include <torch/extension.h> comes later.
@@ -50,7 +67,13 @@ def cxx_compile_command(
 
 
 def link_command(
-    compiler: str, info: TorchInfo, *, objects: list[Path], output: Path, backend_flags: list[str], extra: list[str]
+    compiler: str,
+    info: TorchInfo,
+    *,
+    objects: list[Path],
+    output: Path,
+    backend_flags: list[str],
+    extra: list[str],
 ) -> list[str]:
     return [
         compiler,

@@ -120,7 +120,9 @@ def _compile_units(
         else:
             commands_by_unit[unit.name] = _device_command(unit, spec, source, obj)
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(units)))) as pool:
-        futures = {name: pool.submit(_compile, cmd, deadline.left()) for name, cmd in commands_by_unit.items()}
+        futures = {
+            name: pool.submit(_compile, cmd, deadline.left()) for name, cmd in commands_by_unit.items()
+        }
         results = {name: f.result() for name, f in futures.items()}
     return objects, results
 
@@ -143,58 +145,73 @@ def _format_log(results: dict[str, tuple[bool, str]]) -> str:
     return "".join(parts)
 
 
-def build_spec(spec: BuildSpec, cache_dir: Path, *, timeout_s: float = 300, jobs: int | None = None) -> BuildOutput:
-    """Build `spec` (or return the cached module). Never raises for a compile error."""
+def compile_to(
+    spec: BuildSpec, work: Path, *, pch_dir: Path | None, timeout_s: float = 300, jobs: int | None = None
+) -> BuildOutput:
+    """Compile and link `spec` inside `work` (no cache involved). Never raises for a compile error."""
+    start = time.monotonic()
+    deadline = _Deadline(timeout_s)
+    jobs = jobs or default_jobs()
+    units = spec.units
+    objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+    log = _format_log(results)
+    light_failed = any(not results[u.name][0] and u.light_torch for u in units)
+    if light_failed and spec.fallback_units is not None:
+        log += "== retrying with the full <torch/extension.h>\n"
+        units = spec.fallback_units
+        objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+        log += _format_log(results)
+    if not all(ok for ok, _ in results.values()):
+        return BuildOutput(
+            ok=False,
+            log=log,
+            seconds=time.monotonic() - start,
+            message="compilation failed; see logs.compile",
+        )
+    module_path = work / f"{spec.module_name}.so"
+    link = commands.link_command(
+        host_compiler(),
+        torch_info(),
+        objects=objects,
+        output=module_path,
+        backend_flags=_link_flags(spec),
+        extra=list(spec.extra_ldflags),
+    )
+    ok, link_log = _compile(link, deadline.left())
+    if link_log.strip():
+        log += f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n"
+    if not ok:
+        return BuildOutput(
+            ok=False, log=log, seconds=time.monotonic() - start, message="linking failed; see logs.compile"
+        )
+    return BuildOutput(
+        ok=True,
+        module_path=module_path,
+        module_name=spec.module_name,
+        log=log,
+        seconds=time.monotonic() - start,
+    )
+
+
+def needs_pch(spec: BuildSpec) -> bool:
+    return any(u.kind is UnitKind.CXX for u in [*spec.units, *(spec.fallback_units or [])])
+
+
+def build_spec(
+    spec: BuildSpec, cache_dir: Path, *, timeout_s: float = 300, jobs: int | None = None
+) -> BuildOutput:
+    """Build `spec` in this process (or return the cached module) and publish it to the cache."""
     start = time.monotonic()
     key = spec_key(spec)
     hit = cache.lookup(cache_dir, key)
     if hit is not None:
         return hit
-    deadline = _Deadline(timeout_s)
-    jobs = jobs or default_jobs()
-    log = ""
-    pch_dir: Path | None = None
-    if any(u.kind is UnitKind.CXX for u in [*spec.units, *(spec.fallback_units or [])]):
-        pch_dir, pch_log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=deadline.left())
-        log += pch_log
+    pch_dir, log = None, ""
+    if needs_pch(spec):
+        pch_dir, log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=timeout_s)
     with cache.staging_dir(cache_dir, key) as work:
-        units = spec.units
-        objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
-        log += _format_log(results)
-        if not all(ok for ok, _ in results.values()) and spec.fallback_units is not None:
-            light_failed = any(not results[u.name][0] and u.light_torch for u in units)
-            if light_failed:
-                log += "== retrying with the full <torch/extension.h>\n"
-                units = spec.fallback_units
-                objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
-                log += _format_log(results)
-        if not all(ok for ok, _ in results.values()):
-            return BuildOutput(
-                ok=False,
-                log=log,
-                seconds=time.monotonic() - start,
-                message="compilation failed; see logs.compile",
-            )
-        module_path = work / f"{spec.module_name}.so"
-        link = commands.link_command(
-            host_compiler(),
-            torch_info(),
-            objects=objects,
-            output=module_path,
-            backend_flags=_link_flags(spec),
-            extra=list(spec.extra_ldflags),
+        out = compile_to(
+            spec, work, pch_dir=pch_dir, timeout_s=max(1.0, timeout_s - (time.monotonic() - start)), jobs=jobs
         )
-        ok, link_log = _compile(link, deadline.left())
-        if link_log.strip():
-            log += f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n"
-        if not ok:
-            return BuildOutput(ok=False, log=log, seconds=time.monotonic() - start, message="linking failed; see logs.compile")
-        out = BuildOutput(
-            ok=True,
-            module_path=module_path,
-            module_name=spec.module_name,
-            log=log,
-            cached=False,
-            seconds=time.monotonic() - start,
-        )
-        return cache.publish(work, cache_dir, key, out)
+        out = out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
+        return cache.publish(work, cache_dir, key, out) if out.ok else out

@@ -31,7 +31,9 @@ from evaluator.result import Backend, Target
 from evaluator.targets import hip_on_cuda, rocm
 
 _DEVICE_CODE = re.compile(r"__global__|<<<|\bhipLaunchKernelGGL\b|__device__")
-_ARCH_FLAG = re.compile(r"^(-arch|--gpu-architecture|-code|--gpu-code|-gencode|--generate-code|--offload-arch)(=|$)")
+_ARCH_FLAG = re.compile(
+    r"^(-arch|--gpu-architecture|-code|--gpu-code|-gencode|--generate-code|--offload-arch)(=|$)"
+)
 
 
 class NativeBuildError(RuntimeError):
@@ -105,7 +107,11 @@ def plan_inline(
     cpp_code = "\n".join(cpp_parts)
     cuda_code = ""
     if cuda_sources:
-        head = [] if no_implicit_headers else ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+        head = (
+            []
+            if no_implicit_headers
+            else ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+        )
         cuda_code = "\n".join(head + cuda_sources)
     if hip and target.backend is Backend.CUDA:
         try:
@@ -113,7 +119,9 @@ def plan_inline(
             cuda_code = hip_on_cuda.translate(cuda_code) if cuda_code else ""
         except hip_on_cuda.UnsupportedHip as exc:
             raise NativeBuildError(name, str(exc)) from exc
-    module_def = binding.module_definition(functions, wrap_errors=with_pytorch_error_handling) if functions else ""
+    module_def = (
+        binding.module_definition(functions, wrap_errors=with_pytorch_error_handling) if functions else ""
+    )
     gpu = target.backend is Backend.CUDA
     device_kind = UnitKind.CUDA
     host_as_nvcc = _host_flags_for_nvcc(extra_cflags)
@@ -163,10 +171,23 @@ def plan_inline(
         fallback.append(host)
     if cuda_code:
         if not gpu:
-            raise NativeBuildError(name, f"cuda_sources need a GPU target; this target is {target.backend.value}")
+            raise NativeBuildError(
+                name, f"cuda_sources need a GPU target; this target is {target.backend.value}"
+            )
         light = binding.light_header_safe(cuda_code)
-        units.append(Unit(name="cuda.cu", code=cuda_code, kind=device_kind, hip_shim=hip, light_torch=light, torch_half_defines=not hip))
-        fallback.append(Unit(name="cuda.cu", code=cuda_code, kind=device_kind, hip_shim=hip, torch_half_defines=not hip))
+        units.append(
+            Unit(
+                name="cuda.cu",
+                code=cuda_code,
+                kind=device_kind,
+                hip_shim=hip,
+                light_torch=light,
+                torch_half_defines=not hip,
+            )
+        )
+        fallback.append(
+            Unit(name="cuda.cu", code=cuda_code, kind=device_kind, hip_shim=hip, torch_half_defines=not hip)
+        )
     return BuildSpec(
         module_name=name,
         units=units,
@@ -202,7 +223,11 @@ def plan_load(
             raise NativeBuildError(name, f"{path} is device code; this target is {target.backend.value}")
         if device:
             code = hip_on_cuda.translate(text) if hip else text
-            units.append(Unit(name=stem + ".cu", code=code, kind=UnitKind.CUDA, hip_shim=hip, torch_half_defines=not hip))
+            units.append(
+                Unit(
+                    name=stem + ".cu", code=code, kind=UnitKind.CUDA, hip_shim=hip, torch_half_defines=not hip
+                )
+            )
         else:
             units.append(Unit(name=stem + ".cpp", code=text, kind=UnitKind.CXX))
     return BuildSpec(
@@ -230,7 +255,9 @@ def _load_built(spec: BuildSpec, cache_dir: Path, is_python_module: bool, verbos
     return import_extension(spec.module_name, out.module_path)
 
 
-def _rocm_passthrough(original: Callable[..., Any], target: Target, cache_dir: Path, bound: inspect.BoundArguments) -> Any:
+def _rocm_passthrough(
+    original: Callable[..., Any], target: Target, cache_dir: Path, bound: inspect.BoundArguments
+) -> Any:
     """ROCm: PyTorch's builder with hipcc is native there; pin the arch and key the build dir."""
     os.environ["PYTORCH_ROCM_ARCH"] = rocm.offload_arch(target.arch)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from evaluator.result import Language, Target
+from evaluator.result import Target
 
 
 class BuildOutput(BaseModel):
@@ -20,6 +20,9 @@ class BuildOutput(BaseModel):
     cached: bool = False
     seconds: float = 0.0
     message: str | None = Field(default=None, description="one line for the author when ok is False")
+    refused: str | None = Field(
+        default=None, description="set when no sandbox could be made: nothing was compiled"
+    )
 
 
 class UnitKind(StrEnum):
@@ -58,13 +61,16 @@ class BuildSpec(BaseModel):
 
 
 class BuildJob(BaseModel):
-    """The sandboxed child's job file (`python -m evaluator.build JOB.json`)."""
+    """The sandboxed child's job file (`python -m evaluator.build JOB.json`).
 
-    source: str
-    language: Language
-    entry: str
-    target: Target
-    cache_dir: Path
+    The child only compiles into `work_dir` (inside its scratch); the trusted parent builds the
+    shared precompiled header beforehand and publishes the module to the cache afterwards, so
+    the sandbox never writes to the shared cache.
+    """
+
+    spec: BuildSpec
+    work_dir: Path
+    pch_dir: Path | None
     report_path: Path
     timeout_s: float = 300
     jobs: int | None = None

@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 
 from evaluator.build import binding, cache
-from evaluator.build.engine import build_spec, spec_key
+from evaluator.build.engine import build_spec, compile_to, needs_pch, spec_key
 from evaluator.build.models import BuildJob, BuildOutput, BuildSpec, Unit, UnitKind
+from evaluator.build.pch import ensure_pch
+from evaluator.build.toolchain import host_compiler
 from evaluator.result import Backend, Language, Target
 from evaluator.targets import cuda, hip_on_cuda, rocm
 
@@ -73,7 +75,13 @@ def plan(source: str, language: Language, entry: str, target: Target) -> BuildSp
     code, kind, shim = _device_source(source, language, target)
     ext = ".cu" if kind is UnitKind.CUDA else ".hip"
     half_defines = language is Language.CUDA
-    merged = Unit(name="submission" + ext, code=code + module_def, kind=kind, hip_shim=shim, torch_half_defines=half_defines)
+    merged = Unit(
+        name="submission" + ext,
+        code=code + module_def,
+        kind=kind,
+        hip_shim=shim,
+        torch_half_defines=half_defines,
+    )
     declaration = None if own_name else binding.entry_declaration(code, entry)
     if declaration is None:
         return BuildSpec(module_name=module_name, units=[merged], target=target)
@@ -97,19 +105,8 @@ def _failed(message: str, start: float) -> BuildOutput:
     return BuildOutput(ok=False, log=message + "\n", message=message, seconds=time.monotonic() - start)
 
 
-def build_in_process(
-    source: str, language: Language, entry: str, target: Target, cache_dir: Path, timeout_s: float = 300, jobs: int | None = None
-) -> BuildOutput:
-    start = time.monotonic()
-    try:
-        spec = plan(source, language, entry, target)
-    except PlanError as exc:
-        return _failed(str(exc), start)
-    return build_spec(spec, cache_dir, timeout_s=timeout_s, jobs=jobs)
-
-
-def _child_env(cache_dir: Path) -> dict[str, str]:
-    """A scrubbed environment: only what compilers and the child's Python need."""
+def _child_env() -> dict[str, str]:
+    """A scrubbed environment: only what the compilers and the child's Python need."""
     repo_root = Path(__file__).resolve().parents[2]
     env = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -126,6 +123,64 @@ def _child_env(cache_dir: Path) -> dict[str, str]:
     return env
 
 
+def _toolchain_paths(pch_dir: Path | None) -> list[Path]:
+    """What the compile child reads besides the system and Python: the shared PCH, CUDA, ROCm."""
+    paths = [pch_dir.resolve()] if pch_dir is not None else []
+    for home in (cuda.cuda_home(), rocm.rocm_home()):
+        # /usr is bound whole; binding onto a symlink (/usr/local/cuda) is an error in bwrap.
+        if home is not None and Path("/usr") not in home.resolve().parents:
+            paths.append(home.resolve())
+    return paths
+
+
+def _compile_sandboxed(
+    spec: BuildSpec, cache_dir: Path, pch_dir: Path | None, timeout_s: float, jobs: int | None
+) -> BuildOutput:
+    from evaluator.sandbox import Limits, describe, run_sandboxed
+
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kjudge-build-") as scratch_name:
+        scratch = Path(scratch_name)
+        work = scratch / "work"
+        work.mkdir()
+        job = BuildJob(
+            spec=spec,
+            work_dir=work,
+            pch_dir=pch_dir,
+            report_path=scratch / "report.json",
+            timeout_s=timeout_s,
+            jobs=jobs,
+        )
+        job_path = scratch / "job.json"
+        job_path.write_text(job.model_dump_json())
+        limits = Limits(wall_s=timeout_s + 10, cpu_s=int(timeout_s * 32) + 60)
+        run = run_sandboxed(
+            [sys.executable, "-m", "evaluator.build", str(job_path)],
+            scratch=scratch,
+            limits=limits,
+            gpu=False,
+            env=_child_env() | {"HOME": str(scratch), "TMPDIR": str(scratch)},
+            readonly_paths=_toolchain_paths(pch_dir),
+        )
+        if run.refused:
+            return BuildOutput(
+                ok=False, refused=run.refused, log=run.refused + "\n", message="no sandbox for the compile"
+            )
+        stopped = describe(run, limits)
+        if run.timed_out:
+            return _failed(f"compilation took longer than {timeout_s:.0f}s and was stopped", start)
+        try:
+            out = BuildOutput.model_validate_json(job.report_path.read_text())
+        except (OSError, ValueError):
+            detail = (run.stderr or run.stdout)[-4000:]
+            return _failed(stopped or f"the compiler process died (exit {run.returncode}):\n{detail}", start)
+        if not out.ok:
+            return out
+        key = spec_key(spec)
+        with cache.staging_dir(cache_dir, key) as staged:
+            return cache.publish(staged, cache_dir, key, out)
+
+
 def build_native(
     source: str,
     language: Language,
@@ -140,7 +195,8 @@ def build_native(
     """Build (or fetch from the cache) the extension module for a raw cpp/cuda/hip submission.
 
     Never raises for anything the source did: compile errors come back as ok=False with the
-    compiler's log and a one-line message.
+    compiler's log and a one-line message. With `sandboxed`, the compilers run in a sandboxed
+    child and only this (trusted) process writes to `cache_dir`.
     """
     start = time.monotonic()
     cache_dir = Path(cache_dir)
@@ -148,50 +204,22 @@ def build_native(
         spec = plan(source, language, entry, target)
     except PlanError as exc:
         return _failed(str(exc), start)
+    if not sandboxed:
+        return build_spec(spec, cache_dir, timeout_s=timeout_s, jobs=jobs)
     hit = cache.lookup(cache_dir, spec_key(spec))
-    if hit is not None or not sandboxed:
-        return hit or build_spec(spec, cache_dir, timeout_s=timeout_s, jobs=jobs)
-
-    from evaluator.sandbox import Limits, run_sandboxed
-
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kjudge-build-") as scratch_name:
-        scratch = Path(scratch_name)
-        report = scratch / "report.json"
-        job = BuildJob(
-            source=source,
-            language=language,
-            entry=entry,
-            target=target,
-            cache_dir=cache_dir,
-            report_path=report,
-            timeout_s=timeout_s,
-            jobs=jobs,
-        )
-        job_path = scratch / "job.json"
-        job_path.write_text(job.model_dump_json())
-        env = _child_env(cache_dir) | {"HOME": str(scratch), "TMPDIR": str(scratch)}
-        run = run_sandboxed(
-            [sys.executable, "-m", "evaluator.build", str(job_path)],
-            scratch=scratch,
-            limits=Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 32) + 60),
-            gpu=False,
-            env=env,
-            writable_paths=[cache_dir],
-        )
-        if run.timed_out:
-            return _failed(f"compilation took longer than {timeout_s:.0f}s and was stopped", start)
-        try:
-            out = BuildOutput.model_validate_json(report.read_text())
-        except (OSError, ValueError):
-            detail = (run.stderr or run.stdout)[-4000:]
-            return _failed(f"the compiler process died (exit {run.returncode}, signal {run.signal}):\n{detail}", start)
-    return out.model_copy(update={"seconds": time.monotonic() - start})
+    if hit is not None:
+        return hit
+    pch_dir, log = None, ""
+    if needs_pch(spec):
+        # Trusted input only (torch's headers, kjudge's flags): built here, shared read-only.
+        pch_dir, log = ensure_pch(cache_dir, host_compiler(), timeout_s=900)
+    out = _compile_sandboxed(spec, cache_dir, pch_dir, max(1.0, timeout_s - (time.monotonic() - start)), jobs)
+    return out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
 
 
 def run_job(job_path: Path) -> int:
-    """Entry of the sandboxed child: build, write the report, exit 0 (the report says how it went)."""
+    """Entry of the sandboxed child: compile, write the report, exit 0 (the report says how it went)."""
     job = BuildJob.model_validate_json(Path(job_path).read_text())
-    out = build_in_process(job.source, job.language, job.entry, job.target, job.cache_dir, job.timeout_s, job.jobs)
+    out = compile_to(job.spec, job.work_dir, pch_dir=job.pch_dir, timeout_s=job.timeout_s, jobs=job.jobs)
     job.report_path.write_text(out.model_dump_json())
     return 0

@@ -19,7 +19,9 @@ from evaluator.build.toolchain import compiler_version, is_gcc, torch_info
 
 def pch_key(compiler: str) -> str:
     info = torch_info()
-    return content_key("pch", compiler, compiler_version(compiler), info.model_dump(), commands.pch_flags(info))
+    return content_key(
+        "pch", compiler, compiler_version(compiler), info.model_dump(), commands.pch_flags(info)
+    )
 
 
 def pch_include_dir(cache_dir: Path, compiler: str) -> Path:

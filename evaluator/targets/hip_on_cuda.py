@@ -217,7 +217,9 @@ def _rewrite_include(match: re.Match[str]) -> str:
     mapped = include_map().get(path.strip())
     if mapped is not None:
         return f"{prefix}{open_}{mapped}{close}"
-    if path.startswith(("hip/", "hipcub/", "hipblas", "hiprand/", "rocprim/", "rocblas", "ATen/hip/", "c10/hip/")):
+    if path.startswith(
+        ("hip/", "hipcub/", "hipblas", "hiprand/", "rocprim/", "rocblas", "ATen/hip/", "c10/hip/")
+    ):
         return f'#error "kjudge HIP-on-CUDA: <{path}> has no CUDA counterpart; see docs/hip-on-cuda.md"'
     return match.group(0)
 

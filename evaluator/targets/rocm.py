@@ -112,7 +112,10 @@ def hipify_cuda_source(source: str) -> str:
     """CUDA C++ -> HIP C++ with PyTorch's hipify, as cpp_extension does for .cu files on ROCm."""
     from torch.utils.hipify import hipify_python
 
-    with contextlib.redirect_stdout(io.StringIO()), tempfile.TemporaryDirectory(prefix="kjudge-hipify-") as tmp:
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        tempfile.TemporaryDirectory(prefix="kjudge-hipify-") as tmp,
+    ):
         path = Path(tmp) / "kernel.cu"
         path.write_text(source)
         results = hipify_python.hipify(
