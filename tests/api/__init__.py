@@ -1,0 +1,1 @@
+"""Tests of the HTTP API, the database layer, the client and their commands."""

@@ -1,0 +1,178 @@
+"""Fixtures for the API tests: a private PostgreSQL database and a private Redis db number.
+
+Real services, no mocks: PostgreSQL on 127.0.0.1:5432 (trust auth) and Redis on 127.0.0.1:6379.
+No Celery worker runs here; enqueued messages are read back from the Redis queue (the worker's
+end-to-end tests live in tests/service). Without the services these tests skip locally and
+fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+import sqlalchemy as sa
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.auth import create_key
+from api.settings import Settings
+from db.models import Base, Problem
+from db.session import get_sessionmaker
+
+PG_ADMIN_URL = os.environ.get("KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS_DB = 12  # private to these tests (tests/service uses 11)
+LOOPBACK = ("127.0.0.1", 50000)
+
+RELU_SOURCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+RELU_ID = hashlib.sha256(RELU_SOURCE.encode()).hexdigest()
+CPP_SOURCE = "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x) { return x.clamp_min(0); }\n"
+
+
+def _unavailable(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is required for the API tests (.ci/run starts it)")
+    pytest.skip(f"{what} not reachable on 127.0.0.1")
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not _port_open(6379):
+        _unavailable("Redis")
+    return f"redis://127.0.0.1:6379/{REDIS_DB}"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh database for the session, migrated with db.migrate.upgrade, dropped at the end."""
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"kjudge_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError:
+        admin.dispose()
+        _unavailable("PostgreSQL")
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    from db.migrate import upgrade
+
+    upgrade(Settings(database_url=url))
+    try:
+        yield url
+    finally:
+        from db.session import _engine_for
+
+        _engine_for.cache_clear()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def make_settings(pg_url: str, redis_url: str, tmp_path: Any, **over: Any) -> Settings:
+    values: dict[str, Any] = {
+        "home": tmp_path,
+        "database_url": pg_url,
+        "broker_url": redis_url,
+        "api_keys_required": True,
+    }
+    values.update(over)
+    return Settings(**values)
+
+
+@pytest.fixture
+def rds(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def settings(pg_url: str, redis_url: str, tmp_path: Any, rds: redis.Redis) -> Settings:
+    return make_settings(pg_url, redis_url, tmp_path)
+
+
+@pytest.fixture
+def db(settings: Settings) -> Iterator[sa.orm.Session]:
+    """A session on the test database; every table is emptied before the test."""
+    maker = get_sessionmaker(settings)
+    with maker() as session:
+        tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
+        session.execute(sa.text(f"TRUNCATE {tables} CASCADE"))
+        session.add(
+            Problem(id=RELU_ID, name="relu", source=RELU_SOURCE, level=1, tags=["activation"], settings={}, roofline={})
+        )
+        session.commit()
+        yield session
+
+
+def new_key(session: sa.orm.Session, scopes: list[str] | None = None, **kw: Any) -> str:
+    _, secret = create_key(session, kw.pop("name", "test"), scopes or ["submit", "read"], **kw)
+    session.commit()
+    return secret
+
+
+@pytest.fixture
+def app(settings: Settings, db: sa.orm.Session) -> FastAPI:
+    return create_app(settings, startup=False)
+
+
+@pytest.fixture
+def key(db: sa.orm.Session) -> str:
+    return new_key(db, ["submit", "read"], name="default")
+
+
+@pytest.fixture
+def client(app: FastAPI, key: str) -> Iterator[TestClient]:
+    with TestClient(app, client=LOOPBACK, headers={"Authorization": f"Bearer {key}"}) as c:
+        yield c
+
+
+def submission(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"problem_id": RELU_ID, "language": "cpp", "source": CPP_SOURCE, "target": "cpu"}
+    body.update(over)
+    return body
+
+
+def queued_ids(rds: redis.Redis, queue: str = "eval.cpu") -> list[str]:
+    """Submission ids waiting in a Celery queue on Redis (kombu keeps each queue as a list)."""
+    import base64
+    import json
+
+    out = []
+    for raw in rds.lrange(queue, 0, -1):
+        msg = json.loads(raw)
+        assert msg["headers"]["task"] == "kjudge.evaluate"
+        args, _kwargs, _embed = json.loads(base64.b64decode(msg["body"]))
+        out.append(args[0])
+    return out
