@@ -27,11 +27,13 @@ from api.settings import Settings
 from db.models import Base, Problem
 from db.session import get_sessionmaker
 
-PG_ADMIN_URL = os.environ.get("KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = os.environ.get(
+    "KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_DB = 12  # private to these tests (tests/service uses 11)
 LOOPBACK = ("127.0.0.1", 50000)
 
-RELU_SOURCE = '''import torch
+RELU_SOURCE = """import torch
 import torch.nn as nn
 
 
@@ -46,9 +48,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 RELU_ID = hashlib.sha256(RELU_SOURCE.encode()).hexdigest()
-CPP_SOURCE = "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x) { return x.clamp_min(0); }\n"
+CPP_SOURCE = (
+    "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x) { return x.clamp_min(0); }\n"
+)
 
 
 def _unavailable(what: str) -> None:
@@ -130,7 +134,15 @@ def db(settings: Settings) -> Iterator[sa.orm.Session]:
         tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
         session.execute(sa.text(f"TRUNCATE {tables} CASCADE"))
         session.add(
-            Problem(id=RELU_ID, name="relu", source=RELU_SOURCE, level=1, tags=["activation"], settings={}, roofline={})
+            Problem(
+                id=RELU_ID,
+                name="relu",
+                source=RELU_SOURCE,
+                level=1,
+                tags=["activation"],
+                settings={},
+                roofline={},
+            )
         )
         session.commit()
         yield session

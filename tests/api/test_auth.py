@@ -44,7 +44,11 @@ def test_missing_scope_is_403(app, db):
     with TestClient(app, client=LOOPBACK, headers={"Authorization": f"Bearer {reader}"}) as c:
         assert c.get("/v1/submissions").status_code == 200
         r = c.post("/v1/submissions", json=submission())
-        assert r.status_code == 403 and r.json()["error"]["code"] == "missing_scope" and "'submit'" in r.json()["error"]["message"]
+        assert (
+            r.status_code == 403
+            and r.json()["error"]["code"] == "missing_scope"
+            and "'submit'" in r.json()["error"]["message"]
+        )
         r = c.post("/v1/problems", json={"name": "x", "source": "y"})
         assert r.status_code == 403 and "problems:write" in r.json()["error"]["message"]
 

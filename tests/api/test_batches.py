@@ -16,7 +16,10 @@ def _count(db) -> int:
 
 
 def test_batch_of_1000_is_stored_and_enqueued_once_each(client, db, rds):
-    items = [submission(source=f"// {i}\n" + submission()["source"], metadata={"rollout_id": i}) for i in range(1000)]
+    items = [
+        submission(source=f"// {i}\n" + submission()["source"], metadata={"rollout_id": i})
+        for i in range(1000)
+    ]
     t0 = time.monotonic()
     r = client.post("/v1/batches", json={"submissions": items})
     elapsed = time.monotonic() - t0
@@ -37,7 +40,9 @@ def test_batch_of_1000_is_stored_and_enqueued_once_each(client, db, rds):
 
 
 def test_batch_summary_counts_verdicts(client, db):
-    body = client.post("/v1/batches", json={"submissions": [submission(), submission(source="// x\n")]}).json()
+    body = client.post(
+        "/v1/batches", json={"submissions": [submission(), submission(source="// x\n")]}
+    ).json()
     first = body["submissions"][0]["id"]
     db.execute(sa.update(Submission).where(Submission.id == first).values(status="done", verdict="correct"))
     db.commit()
@@ -80,7 +85,9 @@ def test_retried_batch_with_client_request_ids_creates_nothing_new(client, db, r
     assert _count(db) == 5 and len(queued_ids(rds)) == 5
 
     # A partly new retry stores only the new item.
-    more = client.post("/v1/batches", json={"submissions": items + [submission(source="// 5\n", client_request_id="req-5")]})
+    more = client.post(
+        "/v1/batches", json={"submissions": items + [submission(source="// 5\n", client_request_id="req-5")]}
+    )
     assert [s["replayed"] for s in more.json()["submissions"]] == [True] * 5 + [False]
     assert _count(db) == 6
 

@@ -23,7 +23,9 @@ def _error(r, status: int, code: str) -> str:
 
 
 def test_malformed_json_is_400(client):
-    r = client.post("/v1/submissions", content=b'{"problem_id": ', headers={"Content-Type": "application/json"})
+    r = client.post(
+        "/v1/submissions", content=b'{"problem_id": ', headers={"Content-Type": "application/json"}
+    )
     assert "not valid JSON" in _error(r, 400, "malformed_json")
     _error(client.post("/v1/submissions", content=b"problem=relu"), 400, "malformed_json")
     _error(client.post("/v1/submissions"), 400, "missing_body")
@@ -49,7 +51,9 @@ def test_wrong_types_and_fields_are_422_naming_the_field(client, body, field):
 def test_unknown_language_and_problem_are_404(client):
     msg = _error(client.post("/v1/submissions", json=submission(language="cobol")), 404, "unknown_language")
     assert "cpp" in msg and "kernelbench" in msg
-    msg = _error(client.post("/v1/submissions", json=submission(problem_id="no_such")), 404, "unknown_problem")
+    msg = _error(
+        client.post("/v1/submissions", json=submission(problem_id="no_such")), 404, "unknown_problem"
+    )
     assert "GET /v1/problems" in msg
 
 
@@ -60,8 +64,12 @@ def test_unknown_target_is_422(client):
 
 def test_source_over_1_mib_is_413(client, db):
     big = "x" * ((1 << 20) + 1)
-    assert "limit is 1048576" in _error(client.post("/v1/submissions", json=submission(source=big)), 413, "source_too_large")
-    assert client.post("/v1/submissions", json=submission(source="/" * (1 << 20))).status_code == 202  # exactly 1 MiB
+    assert "limit is 1048576" in _error(
+        client.post("/v1/submissions", json=submission(source=big)), 413, "source_too_large"
+    )
+    assert (
+        client.post("/v1/submissions", json=submission(source="/" * (1 << 20))).status_code == 202
+    )  # exactly 1 MiB
     assert db.scalar(sa.select(sa.func.count()).select_from(Submission)) == 1
 
 

@@ -18,7 +18,9 @@ def _finish(db, sid: str, verdict: str = "correct", speedup: float | None = 1.5,
     db.execute(
         sa.update(Submission)
         .where(Submission.id == sid)
-        .values(status="done", verdict=verdict, started_at=now, finished_at=now, worker="test:cpu", attempts=1)
+        .values(
+            status="done", verdict=verdict, started_at=now, finished_at=now, worker="test:cpu", attempts=1
+        )
     )
     result = {
         "id": sid,
@@ -27,7 +29,14 @@ def _finish(db, sid: str, verdict: str = "correct", speedup: float | None = 1.5,
         "verdict": verdict,
         "compiled": True,
         "correct": verdict == "correct",
-        "timing": {"median_ms": median, "mean_ms": median, "std_ms": 0.0, "min_ms": median, "n": 10, "l2_flushed": False},
+        "timing": {
+            "median_ms": median,
+            "mean_ms": median,
+            "std_ms": 0.0,
+            "min_ms": median,
+            "n": 10,
+            "l2_flushed": False,
+        },
         "speedup": {"vs_eager": speedup},
         "flags": [],
         "metadata": {},
@@ -37,7 +46,9 @@ def _finish(db, sid: str, verdict: str = "correct", speedup: float | None = 1.5,
 
 
 def test_submit_stores_row_then_enqueues_its_id(client, db, rds):
-    r = client.post("/v1/submissions", json=submission(metadata={"model": "m1", "run_id": "r1", "rollout_id": 7}))
+    r = client.post(
+        "/v1/submissions", json=submission(metadata={"model": "m1", "run_id": "r1", "rollout_id": 7})
+    )
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["status"] == "queued" and body["replayed"] is False
@@ -49,7 +60,10 @@ def test_submit_stores_row_then_enqueues_its_id(client, db, rds):
 
     got = client.get(f"/v1/submissions/{body['id']}").json()
     assert got["status"] == "queued" and got["problem_id"] == RELU_ID and got["source"] is None
-    assert client.get(f"/v1/submissions/{body['id']}?include_source=true").json()["source"] == submission()["source"]
+    assert (
+        client.get(f"/v1/submissions/{body['id']}?include_source=true").json()["source"]
+        == submission()["source"]
+    )
 
 
 def test_problem_may_be_named_and_target_defaults_to_any(client, rds):
@@ -70,7 +84,9 @@ def test_idempotent_retry_returns_the_same_submission(client, db, rds):
     assert db.scalar(sa.select(sa.func.count()).select_from(Submission)) == 1
     assert queued_ids(rds) == [first.json()["id"]]  # enqueued once
 
-    clash = client.post("/v1/submissions", json=submission(source="// other\n" + submission()["source"]), headers=headers)
+    clash = client.post(
+        "/v1/submissions", json=submission(source="// other\n" + submission()["source"]), headers=headers
+    )
     assert clash.status_code == 409 and clash.json()["error"]["code"] == "idempotency_key_reused"
 
 
@@ -133,7 +149,10 @@ def test_unknown_submission_is_404(client):
 
 
 def test_listing_pages_are_stable_and_complete(client, db):
-    ids = [client.post("/v1/submissions", json=submission(metadata={"model": f"m{i % 2}"})).json()["id"] for i in range(23)]
+    ids = [
+        client.post("/v1/submissions", json=submission(metadata={"model": f"m{i % 2}"})).json()["id"]
+        for i in range(23)
+    ]
     seen: list[str] = []
     cursor = None
     pages = 0
@@ -153,9 +172,15 @@ def test_listing_pages_are_stable_and_complete(client, db):
 
 
 def test_listing_filters(client, db):
-    a = client.post("/v1/submissions", json=submission(metadata={"model": "alpha", "run_id": "r1"})).json()["id"]
-    b = client.post("/v1/submissions", json=submission(metadata={"model": "beta", "run_id": "r1"})).json()["id"]
-    c = client.post("/v1/submissions", json=submission(metadata={"model": "beta", "run_id": "r2"})).json()["id"]
+    a = client.post("/v1/submissions", json=submission(metadata={"model": "alpha", "run_id": "r1"})).json()[
+        "id"
+    ]
+    b = client.post("/v1/submissions", json=submission(metadata={"model": "beta", "run_id": "r1"})).json()[
+        "id"
+    ]
+    c = client.post("/v1/submissions", json=submission(metadata={"model": "beta", "run_id": "r2"})).json()[
+        "id"
+    ]
     _finish(db, b, verdict="incorrect", speedup=None)
 
     def ids(**params):
@@ -171,5 +196,7 @@ def test_listing_filters(client, db):
     past = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     assert ids(since=future) == set()
     assert ids(since=past, until=future) == {a, b, c}
-    item = client.get("/v1/submissions", params={"verdict": "incorrect", "include_result": "true"}).json()["items"][0]
+    item = client.get("/v1/submissions", params={"verdict": "incorrect", "include_result": "true"}).json()[
+        "items"
+    ][0]
     assert item["result"]["verdict"] == "incorrect"
