@@ -39,8 +39,7 @@ class Submission(BaseModel):
             source = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SubmissionError(
-                f"kernel file {path} is not UTF-8 text (invalid byte at offset {exc.start}); "
-                "save it as UTF-8"
+                f"kernel file {path} is not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8"
             ) from None
         return cls(source=source, language=language, filename=path.name, **kwargs)
 

@@ -74,7 +74,9 @@ class Problem(BaseModel):
         try:
             tree = ast.parse(source, filename=f"{name}.py")
         except SyntaxError as exc:
-            raise ProblemError(f"problem {name!r} has a syntax error at line {exc.lineno}: {exc.msg}") from None
+            raise ProblemError(
+                f"problem {name!r} has a syntax error at line {exc.lineno}: {exc.msg}"
+            ) from None
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ProblemError(f"problem {name!r} cannot be parsed: {exc}") from None
         defined = _top_level_names(tree)
@@ -121,7 +123,9 @@ def _settings(tree: ast.Module, name: str) -> ProblemSettings:
                     '{"atol": 1e-3, "rtol": 1e-3, "dtype": "float16"}'
                 ) from None
             if not isinstance(value, dict):
-                raise ProblemError(f"problem {name!r}: {SETTINGS_NAME} must be a dict, not {type(value).__name__}")
+                raise ProblemError(
+                    f"problem {name!r}: {SETTINGS_NAME} must be a dict, not {type(value).__name__}"
+                )
             try:
                 return ProblemSettings.model_validate(value)
             except ValidationError as exc:

@@ -1,0 +1,332 @@
+"""evaluate(problem, submission, options, on_status) -> Result: one evaluation, in the parent.
+
+The parent runs no candidate or problem code and never initializes a GPU. It
+1. decides the language and rejects obviously unusable sources (empty, Python syntax),
+2. learns the target (a probe child, cached) so native code is built for the device's arch,
+3. builds native code (evaluator.build.build_native: its own sandboxed child, cached),
+4. runs `python -m evaluator.runner JOB.json` in the sandbox with a wall-clock limit,
+5. turns the report — or its absence — into a Result: no report after a kill is `timeout`,
+   after a crash `runtime_error` with the log tail and the phase it died in.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from evaluator import baselines
+from evaluator.languages import NATIVE_LANGUAGES
+from evaluator.languages.infer import infer_language
+from evaluator.languages.precheck import precheck
+from evaluator.options import EvalOptions, Submission
+from evaluator.problem import Problem
+from evaluator.result import Backend, Baseline, Language, Logs, Result, Speedup, Status, Verdict
+from evaluator.runner import RunJob, RunReport
+from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
+from evaluator.targets import cpu as cpu_target_module
+from evaluator.targets.detect import forget_probe, probe_target, torch_device
+
+# Environment variables a child may inherit from the parent (never the whole environment: it may
+# hold database URLs and keys). Device visibility, toolchain locations, library paths.
+PASS_THROUGH_ENV = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "ROCM_PATH",
+    "ROCM_HOME",
+    "HIP_PATH",
+    "OMP_NUM_THREADS",
+    "KJUDGE_UNSAFE_NO_SANDBOX",
+)
+LOG_TAIL = 8000
+
+
+class EvaluationError(RuntimeError):
+    """kjudge itself failed (not the candidate, not the problem): the worker marks status error."""
+
+
+def child_env(scratch: Path, cache_dir: Path, backend: Backend | None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASS_THROUGH_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env |= {
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # The child imports exactly what the parent can (editable installs, wheels on PYTHONPATH).
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
+        "XDG_CACHE_HOME": str(scratch / ".cache"),
+        "TORCH_EXTENSIONS_DIR": str(cache_dir / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+    }
+    if backend is Backend.CPU:
+        env |= cpu_target_module.CHILD_ENV
+    return env
+
+
+def _verdict_result(
+    problem: Problem, submission: Submission, verdict: Verdict, message: str, **kw: object
+) -> Result:
+    return Result(
+        problem_id=problem.id,
+        verdict=verdict,
+        message=message,
+        metadata=dict(submission.metadata),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def evaluate(
+    problem: Problem,
+    submission: Submission,
+    options: EvalOptions | None = None,
+    on_status: Callable[[Status], None] | None = None,
+) -> Result:
+    options = options or EvalOptions()
+    notify = on_status or (lambda _status: None)
+    started = time.monotonic()
+    durations: dict[str, float] = {}
+
+    language = submission.language or infer_language(submission.source, submission.filename)
+    early = precheck(submission.source, language)
+    if early:
+        return _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0})
+
+    cache_dir = options.resolved_cache_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    scratch_root = options.scratch_root
+    if scratch_root is not None:
+        scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="kjudge-eval-", dir=scratch_root)).resolve()
+    try:
+        return _evaluate(
+            problem, submission, language, options, notify, cache_dir, scratch, durations, started
+        )
+    finally:
+        if not options.keep_scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _evaluate(
+    problem: Problem,
+    submission: Submission,
+    language: Language,
+    options: EvalOptions,
+    notify: Callable[[Status], None],
+    cache_dir: Path,
+    scratch: Path,
+    durations: dict[str, float],
+    started: float,
+) -> Result:
+    t = time.monotonic()
+    probe_env = child_env(scratch, cache_dir, None)
+    target = probe_target(options.device, probe_env, cache_dir)
+    durations["probe"] = time.monotonic() - t
+    base = {"target": target, "metadata": dict(submission.metadata)}
+
+    notify(Status.COMPILING)
+    build = None
+    compile_log = ""
+    if language in NATIVE_LANGUAGES:
+        from evaluator.build import build_native
+
+        t = time.monotonic()
+        build = build_native(
+            submission.source,
+            language,
+            submission.entry,
+            target,
+            cache_dir / "native",
+            timeout_s=options.build_timeout_s,
+        )
+        durations["compile"] = time.monotonic() - t
+        compile_log = build.log[-LOG_TAIL:]
+        if not build.ok:
+            refused = getattr(build, "refused", None)
+            verdict = Verdict.REJECTED if refused else Verdict.COMPILE_ERROR
+            return _finish(
+                problem,
+                Result(
+                    problem_id=problem.id,
+                    verdict=verdict,
+                    message=refused or build.message or "compilation failed; see logs.compile",
+                    logs=Logs(compile=compile_log),
+                    **base,  # type: ignore[arg-type]
+                ),
+                durations,
+                started,
+            )
+
+    torch_version = baselines.installed_torch_version() or "unknown"
+    cache = baselines.BaselineCache(cache_dir)
+    cached = cache.load(problem.id, target.device, torch_version) if options.baselines else None
+    want_compile = (
+        options.compile_baseline if options.compile_baseline is not None else target.backend != Backend.CPU
+    )
+    to_measure = baselines.missing(cached, want_compile) if options.baselines else []
+
+    seed = options.seed if options.seed is not None else secrets.randbelow(1 << 31)
+    (scratch / "problem.py").write_text(problem.source)
+    suffix = ".py" if language not in NATIVE_LANGUAGES else ".src"
+    candidate_path = scratch / f"kjudge_candidate{suffix}"
+    candidate_path.write_text(submission.source)
+    job = RunJob(
+        problem_path=scratch / "problem.py",
+        settings=problem.settings,
+        language=language,
+        candidate_path=candidate_path,
+        entry=submission.entry,
+        build=build,
+        native_cache_dir=cache_dir / "native",
+        device=torch_device(target),  # type: ignore[arg-type]
+        target=target,
+        trials=options.trials,
+        seed=seed,
+        timing=options.timing,
+        measure_timing=options.measure_timing,
+        baselines=to_measure,
+        report_path=scratch / "report.json",
+        phase_path=scratch / "phase",
+        spawned_at=time.time(),
+    )
+    notify(Status.RUNNING)
+    env = child_env(scratch, cache_dir, target.backend)
+    limits = Limits(wall_s=options.run_timeout_s, cpu_s=int(options.run_timeout_s * 8) + 60)
+    job_path = scratch / "job.json"
+    job = job.model_copy(update={"spawned_at": time.time()})
+    job_path.write_text(job.model_dump_json())
+    run = run_sandboxed(
+        [sys.executable, "-m", "evaluator.runner", str(job_path)],
+        scratch=scratch,
+        limits=limits,
+        gpu=target.backend != Backend.CPU,
+        env=env,
+        writable_paths=[cache_dir],
+    )
+    durations["run"] = run.wall_s
+    logs = Logs(compile=compile_log, run=_run_log(run))
+    report = _read_report(job.report_path)
+    if report is None:
+        return _finish(problem, _no_report(problem, run, limits, job, logs, base), durations, started)
+    if report.internal_error:
+        if report.target_mismatch:
+            forget_probe(options.device, probe_env, cache_dir)
+        raise EvaluationError("the evaluation child failed inside kjudge:\n" + report.internal_error)
+
+    measured = report.baselines
+    if measured and report.target is not None:
+        cache.store(
+            baselines.BaselineEntry(
+                eager_ms=measured.get("eager_ms"),
+                compile_ms=measured.get("compile_ms"),
+                device=report.target.device,
+                torch_version=report.torch_version or torch_version,
+                problem_id=problem.id,
+            )
+        )
+        cached = cache.load(problem.id, report.target.device, report.torch_version or torch_version)
+    baseline = None
+    if options.baselines:
+        eager = measured.get("eager_ms", cached.eager_ms if cached else None)
+        compiled = measured.get("compile_ms", cached.compile_ms if cached and want_compile else None)
+        baseline = Baseline(eager_ms=eager, compile_ms=compiled)
+    speedup = None
+    if report.timing is not None and baseline is not None and report.timing.median_ms > 0:
+        speedup = Speedup(
+            vs_eager=baseline.eager_ms / report.timing.median_ms if baseline.eager_ms else None,
+            vs_compile=baseline.compile_ms / report.timing.median_ms if baseline.compile_ms else None,
+        )
+    if report.compile_log:
+        logs.compile = (logs.compile + report.compile_log)[-LOG_TAIL:]
+    flags = list(report.flags) + (["problem_error"] if report.problem_error else [])
+    result = Result(
+        problem_id=problem.id,
+        verdict=report.verdict,
+        compiled=report.compiled,
+        correct=report.verdict == Verdict.CORRECT,
+        correctness=report.correctness,
+        timing=report.timing,
+        baseline=baseline,
+        speedup=speedup,
+        flags=flags,
+        target=report.target or target,
+        logs=logs,
+        metadata=dict(submission.metadata),
+        message=report.message,
+        language=language.value,
+    )
+    durations.update(report.durations_s)
+    return _finish(problem, result, durations, started)
+
+
+def _finish(problem: Problem, result: Result, durations: dict[str, float], started: float) -> Result:
+    durations["total"] = time.monotonic() - started
+    result.durations_s = {k: round(v, 4) for k, v in durations.items()}
+    return result
+
+
+def _read_report(path: Path) -> RunReport | None:
+    try:
+        return RunReport.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _run_log(run: SandboxRun) -> str:
+    parts = [p for p in (run.stdout.strip(), run.stderr.strip()) if p]
+    return "\n".join(parts)[-LOG_TAIL:]
+
+
+def _phase(job: RunJob) -> str:
+    try:
+        return job.phase_path.read_text().strip() or "startup"
+    except OSError:
+        return "startup"
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _no_report(
+    problem: Problem, run: SandboxRun, limits: Limits, job: RunJob, logs: Logs, base: dict[str, object]
+) -> Result:
+    """The child died or was killed before writing its report."""
+    phase = _phase(job)
+    reached_load = phase not in ("startup", "import", "setup", "baselines", "load")
+    common = {"problem_id": problem.id, "logs": logs, "compiled": reached_load, **base}
+    if run.refused:
+        return Result(verdict=Verdict.REJECTED, message=run.refused, **common)  # type: ignore[arg-type]
+    if run.timed_out or run.killed_reason in ("wall_clock", "cpu_limit"):
+        what = describe(run, limits) or "the evaluation exceeded its time limit"
+        return Result(verdict=Verdict.TIMEOUT, message=f"{what} (during {phase})", **common)  # type: ignore[arg-type]
+    if run.killed_reason:
+        what = describe(run, limits) or f"stopped by the sandbox ({run.killed_reason})"
+        return Result(verdict=Verdict.RUNTIME_ERROR, message=f"{what} (during {phase})", **common)  # type: ignore[arg-type]
+    if run.signal:
+        how = f"crashed with {_signal_name(run.signal)}"
+    else:
+        how = f"exited with status {run.returncode} without a result"
+    tail = (run.stderr.strip() or run.stdout.strip()).splitlines()[-1:] or [""]
+    detail = f": {tail[0][:300]}" if tail[0] else ""
+    return Result(
+        verdict=Verdict.RUNTIME_ERROR,
+        message=f"the evaluation process {how} during {phase}{detail}",
+        **common,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,426 @@
+"""The child: `python -m evaluator.runner JOB.json` writes the report JSON named in the job.
+
+Everything device-side of one evaluation happens here, in one process: load the problem, build
+the reference, time the baselines (before the candidate is imported, so it cannot touch them),
+load the candidate, run the correctness trials, time it. The parent (evaluator/api.py) runs this
+in the sandbox with a wall-clock limit; a crash or hang leaves no report and the parent turns
+that into `runtime_error` / `timeout`. Stdout and stderr are logs only.
+
+Order inside a correctness trial (DESIGN.md): fresh inputs from the trial's seed, a pristine
+copy, poisoned free memory, the candidate first, then the reference from the pristine copy (so
+no reference result of this trial exists while the candidate runs), compare, then overwrite the
+reference outputs before freeing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from evaluator.build.models import BuildOutput
+from evaluator.options import TimingOptions
+from evaluator.problem import ProblemSettings
+from evaluator.result import Correctness, Language, Target, Timing, Verdict
+
+PROBLEM_MODULE = "kjudge_problem"
+INPUT_MODIFIED = "input_modified"
+
+
+class RunJob(BaseModel):
+    """The parent → child contract (a JSON file in the child's scratch)."""
+
+    problem_path: Path
+    settings: ProblemSettings
+    language: Language
+    candidate_path: Path
+    entry: str = "forward"
+    build: BuildOutput | None = None  # native languages: the module the build step produced
+    native_cache_dir: Path  # where load_inline (kernelbench) builds are cached
+    device: Literal["cpu", "cuda"]
+    target: Target  # what the parent probed; the child refuses to run on anything else
+    trials: int
+    seed: int
+    timing: TimingOptions
+    measure_timing: bool = True
+    baselines: list[str] = Field(default_factory=list)  # which to measure: "eager", "compile"
+    report_path: Path
+    phase_path: Path
+    spawned_at: float  # time.time() in the parent just before the child started
+
+
+class RunReport(BaseModel):
+    """The child → parent contract."""
+
+    verdict: Verdict | None = None
+    message: str | None = None
+    compiled: bool = False
+    problem_error: bool = False
+    target: Target | None = None
+    torch_version: str | None = None
+    correctness: Correctness | None = None
+    timing: Timing | None = None
+    baselines: dict[str, float] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list)
+    compile_log: str = ""
+    durations_s: dict[str, float] = Field(default_factory=dict)
+    internal_error: str | None = None
+    target_mismatch: bool = False
+
+
+class Stop(Exception):
+    """Ends the evaluation with a verdict (the candidate's doing)."""
+
+    def __init__(self, verdict: Verdict, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.verdict, self.message, self.log = verdict, message, log
+
+
+class ProblemFailure(Exception):
+    """The problem itself failed (its get_inputs, Model, or forward raised)."""
+
+
+def _log(message: str) -> None:
+    print(f"[kjudge] {message}", file=sys.stderr, flush=True)
+
+
+def exception_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}"[:500] if lines else type(exc).__name__
+
+
+class Runner:
+    def __init__(self, job: RunJob) -> None:
+        self.job = job
+        self.report = RunReport()
+        self.durations: dict[str, float] = {}
+        self._inputs_s = 0.0  # input generation time, reported apart from the phase it ran in
+        self.flags: list[str] = []
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def mark(self, phase: str) -> None:
+        """Where we are, for the parent's message if this process dies or hangs."""
+        with contextlib.suppress(OSError):
+            self.job.phase_path.write_text(phase)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self.mark(name)
+        start, inputs_before = time.perf_counter(), self._inputs_s
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - start - (self._inputs_s - inputs_before)
+            self.durations[name] = self.durations.get(name, 0.0) + spent
+
+    # -- the evaluation ------------------------------------------------------------------------
+    def run(self) -> RunReport:
+        self.durations["process_start"] = max(0.0, time.time() - self.job.spawned_at)
+        try:
+            self._run()
+        except Stop as stop:
+            self.report.verdict, self.report.message = stop.verdict, stop.message
+            if stop.log:
+                _log(stop.log)
+        except ProblemFailure as exc:
+            self.report.verdict = Verdict.RUNTIME_ERROR
+            self.report.problem_error = True
+            self.report.message = f"problem error (fix the problem, not the kernel): {exc}"
+        except Exception:  # noqa: BLE001  kjudge's own failure: the parent raises it
+            self.report.internal_error = traceback.format_exc()
+        self.durations["inputs"] = self._inputs_s
+        self.report.durations_s = {k: round(v, 6) for k, v in self.durations.items()}
+        self.report.flags = sorted(set(self.report.flags) | set(self.flags))
+        return self.report
+
+    def _run(self) -> None:
+        job = self.job
+        with self.phase("import"):
+            import torch
+
+            from evaluator.targets.detect import detect_target
+
+        with self.phase("setup"):
+            target = detect_target(job.device)
+            self.report.target, self.report.torch_version = target, torch.__version__
+            if (target.backend, target.arch, target.device) != (
+                job.target.backend,
+                job.target.arch,
+                job.target.device,
+            ):
+                self.report.target_mismatch = True
+                raise RuntimeError(
+                    f"expected target {job.target.model_dump()}, the child sees {target.model_dump()}"
+                )
+            self.torch = torch
+            self.dev = job.device
+            self.sync: Callable[[], None] = torch.cuda.synchronize if self.dev == "cuda" else (lambda: None)
+            self.dtype = getattr(torch, job.settings.dtype) if job.settings.dtype else None
+            self.problem = self._import_problem()
+            self.init_inputs, self.reference = self._build_reference()
+
+        timing_inputs = None
+        if job.baselines:
+            with self.phase("baselines"):
+                from evaluator import baselines
+
+                timing_inputs = self.make_inputs(job.seed)
+                try:
+                    self.report.baselines = baselines.measure(
+                        job.baselines, self.reference, timing_inputs, job.timing, self.dev, _log
+                    )
+                except Exception as exc:  # noqa: BLE001  the eager reference itself failed
+                    raise ProblemFailure(
+                        f"the reference Model's forward raised {exception_line(exc)}"
+                    ) from exc
+
+        with self.phase("load"):
+            fn = self._load_candidate()
+
+        with self.phase("correctness"):
+            correct = self._correctness(fn)
+        if not correct:
+            self.report.verdict = Verdict.INCORRECT
+            return
+
+        if job.measure_timing:
+            with self.phase("timing"):
+                if timing_inputs is None:
+                    timing_inputs = self.make_inputs(job.seed)
+                self._time(fn, timing_inputs)
+
+        from evaluator.integrity import REJECTING_FLAGS, rejection_message
+
+        if any(f in REJECTING_FLAGS for f in self.flags):
+            self.report.verdict = Verdict.REJECTED
+            self.report.message = rejection_message(self.flags)
+        else:
+            self.report.verdict = Verdict.CORRECT
+
+    # -- the problem ---------------------------------------------------------------------------
+    def _import_problem(self) -> Any:
+        spec = importlib.util.spec_from_file_location(PROBLEM_MODULE, self.job.problem_path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[PROBLEM_MODULE] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001
+            raise ProblemFailure(f"importing the problem raised {exception_line(exc)}") from exc
+        return module
+
+    def seed_all(self, seed: int) -> None:
+        self.torch.manual_seed(seed)
+        random.seed(seed)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed(seed % (1 << 32))
+
+    def _prepare(self, value: Any) -> Any:
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            if value.device.type != self.dev:
+                value = value.to(self.dev)
+            if self.dtype is not None and value.is_floating_point():
+                value = value.to(self.dtype)
+        return value
+
+    def _build_reference(self) -> tuple[list[Any], Any]:
+        """KernelBench's order: seed, get_init_inputs(); seed, Model(...). The candidate's model is
+        built after the same re-seed, so models with random weights get identical ones."""
+        torch, seed = self.torch, self.job.seed
+        self.seed_all(seed)
+        try:
+            with torch.device(self.dev):
+                init_inputs = list(self.problem.get_init_inputs())
+        except Exception as exc:  # noqa: BLE001
+            raise ProblemFailure(f"the problem's get_init_inputs() raised {exception_line(exc)}") from exc
+        init_inputs = [self._prepare(x) for x in init_inputs]
+        self.seed_all(seed)
+        try:
+            with torch.device(self.dev):
+                model = self.problem.Model(*init_inputs)
+            model = model.to(self.dev)
+            if self.dtype is not None:
+                model = model.to(self.dtype)
+        except Exception as exc:  # noqa: BLE001
+            raise ProblemFailure(f"constructing the problem's Model raised {exception_line(exc)}") from exc
+        return init_inputs, model
+
+    def make_inputs(self, seed: int) -> list[Any]:
+        """Inputs for one seed, created on the device (torch.rand in get_inputs allocates there)."""
+        start = time.perf_counter()
+        torch = self.torch
+        self.seed_all(seed)
+        try:
+            with torch.device(self.dev):
+                inputs = self.problem.get_inputs()
+        except Exception as exc:  # noqa: BLE001
+            raise ProblemFailure(f"the problem's get_inputs() raised {exception_line(exc)}") from exc
+        if not isinstance(inputs, list | tuple):
+            raise ProblemFailure(f"get_inputs() must return a list of inputs, not {type(inputs).__name__}")
+        inputs = [self._prepare(x) for x in inputs]
+        self.sync()
+        self._inputs_s += time.perf_counter() - start
+        return inputs
+
+    # -- the candidate -------------------------------------------------------------------------
+    def _load_candidate(self) -> Callable[..., Any]:
+        from evaluator.languages import NATIVE_LANGUAGES
+        from evaluator.languages.base import Context, LoadError
+
+        job = self.job
+        try:
+            if job.language in NATIVE_LANGUAGES:
+                from evaluator.languages import native
+
+                if job.build is None:
+                    raise RuntimeError("native candidate without a build")
+                candidate = native.load(job.build, job.entry)
+            else:
+                from evaluator.languages import python_module
+
+                if job.language is Language.KERNELBENCH:
+                    from evaluator.build import install_load_inline_shim
+
+                    install_load_inline_shim(job.target, job.native_cache_dir)
+                candidate = python_module.load(job.candidate_path)
+        except LoadError as exc:
+            self.report.compile_log = exc.log
+            raise Stop(Verdict(exc.verdict), exc.message) from None
+        self.report.compiled = True
+        ctx = Context(
+            device=self.dev,
+            dtype=self.dtype,
+            init_inputs=self.init_inputs,
+            seed=job.seed,
+            reference=self.reference,
+        )
+        try:
+            return candidate.instantiate(ctx)
+        except Exception as exc:  # noqa: BLE001
+            raise Stop(
+                Verdict.RUNTIME_ERROR,
+                f"constructing ModelNew raised {exception_line(exc)}",
+                traceback.format_exc(),
+            ) from None
+
+    def _call(self, fn: Callable[..., Any], inputs: list[Any], where: str) -> Any:
+        try:
+            out = fn(*inputs)
+            self.sync()  # asynchronous device errors surface here, still attributed to the candidate
+            return out
+        except Exception as exc:  # noqa: BLE001
+            raise Stop(
+                Verdict.RUNTIME_ERROR,
+                f"the kernel raised {exception_line(exc)} ({where})",
+                traceback.format_exc(),
+            ) from None
+
+    def _correctness(self, fn: Callable[..., Any]) -> bool:
+        from evaluator.correctness import (
+            Comparison,
+            clone_tree,
+            compare,
+            poison_free_memory,
+            same_values,
+            scrub,
+            tensors_in,
+        )
+
+        torch, job = self.torch, self.job
+        atol, rtol = job.settings.atol, job.settings.rtol
+        passed, max_abs, max_rel, message = 0, 0.0, 0.0, None
+        run = 0
+        for trial in range(job.trials):
+            run += 1
+            where = f"correctness trial {trial + 1}/{job.trials}"
+            self.mark(where)
+            inputs = self.make_inputs(job.seed + 1 + trial)
+            pristine = clone_tree(inputs)
+            input_bytes = sum(t.numel() * t.element_size() for t in tensors_in(inputs))
+            poison_free_memory(self.dev, 2 * input_bytes + (64 << 20))
+            with torch.no_grad():
+                out = self._call(fn, inputs, where)
+            if INPUT_MODIFIED not in self.flags and not same_values(inputs, pristine):
+                self.flags.append(INPUT_MODIFIED)
+            del inputs
+            try:
+                with torch.no_grad():
+                    ref = self.reference(*pristine)
+                self.sync()
+            except Exception as exc:  # noqa: BLE001
+                raise ProblemFailure(f"the reference Model's forward raised {exception_line(exc)}") from exc
+            try:
+                result = compare(out, ref, atol, rtol)
+            except Exception as exc:  # noqa: BLE001  exotic output objects
+                result = Comparison(ok=False, message=f"the output cannot be compared: {exception_line(exc)}")
+            scrub(ref)
+            del ref, out, pristine
+            max_abs, max_rel = max(max_abs, result.max_abs_err), max(max_rel, result.max_rel_err)
+            if not result.ok:
+                message = f"{where}: {result.message}"
+                break
+            passed += 1
+        self.report.correctness = Correctness(
+            trials=run,
+            passed=passed,
+            max_abs_err=max_abs,
+            max_rel_err=max_rel,
+            atol=atol,
+            rtol=rtol,
+            message=message,
+            seeds=[job.seed + 1 + t for t in range(run)],
+        )
+        if message:
+            self.report.message = message
+        return message is None
+
+    def _time(self, fn: Callable[..., Any], inputs: list[Any]) -> None:
+        from evaluator.timing import time_callable
+
+        torch = self.torch
+
+        def call() -> Any:
+            return fn(*inputs)
+
+        try:
+            with torch.no_grad():
+                stats = time_callable(call, self.job.timing, self.dev)
+        except Exception as exc:  # noqa: BLE001
+            raise Stop(
+                Verdict.RUNTIME_ERROR,
+                f"the kernel raised {exception_line(exc)} (timing)",
+                traceback.format_exc(),
+            ) from None
+        self.flags.extend(stats.flags)
+        self.report.timing = Timing(**stats.as_result())
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m evaluator.runner JOB.json", file=sys.stderr)
+        return 2
+    job = RunJob.model_validate_json(Path(argv[0]).read_text())
+    report = Runner(job).run()
+    tmp = job.report_path.with_suffix(".tmp")
+    tmp.write_text(report.model_dump_json())
+    tmp.replace(job.report_path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: atexit hooks and destructors are the candidate's code, and a
+    # device left in an error state can hang at exit. The report is already written.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
