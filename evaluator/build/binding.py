@@ -15,7 +15,7 @@ import re
 from evaluator.targets.hip_on_cuda import mask_comments_and_strings
 
 _PYBIND_MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)")
-_PYBIND_USE = re.compile(r"\bPYBIND11_\w+|\bpybind11::|\bpy::|\btorch/python\.h|\btorch/all\.h")
+_PYBIND_USE = re.compile(r"\bPYBIND11_\w+|\bpybind11\b|\bpy::|\btorch/python\.h|\btorch/all\.h")
 _LIGHT_UNSAFE = re.compile(r"\btorch::(nn|optim|data|jit|autograd|python|serialize)\b|\bat::indexing\b")
 
 

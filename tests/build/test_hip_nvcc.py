@@ -21,7 +21,9 @@ from ._support import SAMPLES, requires_nvcc
 pytestmark = requires_nvcc
 
 
-def _nvcc(source: str, tmp_path: Path, target: Target, *, link: bool = False) -> subprocess.CompletedProcess[str]:
+def _nvcc(
+    source: str, tmp_path: Path, target: Target, *, link: bool = False
+) -> subprocess.CompletedProcess[str]:
     unit = tmp_path / "unit.cu"
     unit.write_text(source)
     cmd = cuda.nvcc_compile_command(
@@ -36,7 +38,13 @@ def _nvcc(source: str, tmp_path: Path, target: Target, *, link: bool = False) ->
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode == 0 and link:
         proc = subprocess.run(
-            [cuda.nvcc_path(), str(tmp_path / "unit.o"), "-o", str(tmp_path / "a.out"), *cuda.gencode_flags(target)],
+            [
+                cuda.nvcc_path(),
+                str(tmp_path / "unit.o"),
+                "-o",
+                str(tmp_path / "a.out"),
+                *cuda.gencode_flags(target),
+            ],
             capture_output=True,
             text=True,
             timeout=300,
@@ -46,7 +54,9 @@ def _nvcc(source: str, tmp_path: Path, target: Target, *, link: bool = False) ->
 
 @pytest.mark.parametrize("sample", ["vector_add_host.hip", "warp_reduce.hip", "half_bf16.hip"])
 def test_hip_sample_compiles_with_nvcc(sample: str, tmp_path: Path, sm90_target: Target) -> None:
-    proc = _nvcc(translate((SAMPLES / sample).read_text()), tmp_path, sm90_target, link=sample == "vector_add_host.hip")
+    proc = _nvcc(
+        translate((SAMPLES / sample).read_text()), tmp_path, sm90_target, link=sample == "vector_add_host.hip"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -55,7 +65,13 @@ def test_only_sm90_machine_code_is_embedded(tmp_path: Path, sm90_target: Target)
     unit = tmp_path / "k.cu"
     unit.write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n")
     cmd = cuda.nvcc_compile_command(
-        source=unit, output=tmp_path / "k.o", target=sm90_target, cxx_std="c++17", includes=[], defines=[], extra=[]
+        source=unit,
+        output=tmp_path / "k.o",
+        target=sm90_target,
+        cxx_std="c++17",
+        includes=[],
+        defines=[],
+        extra=[],
     )
     plan = subprocess.run([*cmd, "--dryrun"], capture_output=True, text=True, timeout=60).stderr
     fatbinary = next(line for line in plan.splitlines() if "fatbinary" in line)

@@ -1,0 +1,96 @@
+"""Reading the entry's signature and generating the pybind11 binding."""
+
+from __future__ import annotations
+
+from evaluator.build import binding
+
+
+def test_declaration_of_a_simple_entry() -> None:
+    src = "#include <torch/extension.h>\n__global__ void k(float* x) {}\ntorch::Tensor forward(torch::Tensor x, double alpha) {\n  return x;\n}\n"
+    assert binding.entry_declaration(src, "forward") == "torch::Tensor forward(torch::Tensor x, double alpha)"
+
+
+def test_declaration_spanning_lines_with_const_refs_and_defaults() -> None:
+    src = "at::Tensor\nmy_op(const at::Tensor& a,\n      const at::Tensor& b,\n      int64_t k = 4)\n{\n  return a;\n}\n"
+    assert (
+        binding.entry_declaration(src, "my_op")
+        == "at::Tensor my_op(const at::Tensor& a, const at::Tensor& b, int64_t k = 4)"
+    )
+
+
+def test_calls_prototypes_and_comments_are_not_the_definition() -> None:
+    src = (
+        "// torch::Tensor forward(int fake) {\n"
+        "torch::Tensor forward(torch::Tensor x);\n"
+        "torch::Tensor helper(torch::Tensor x) { return forward(x); }\n"
+        "std::vector<torch::Tensor> forward(torch::Tensor x) { return {x}; }\n"
+    )
+    assert binding.entry_declaration(src, "forward") == "std::vector<torch::Tensor> forward(torch::Tensor x)"
+
+
+def test_inline_and_host_qualifiers_are_dropped() -> None:
+    assert binding.entry_declaration(
+        "inline torch::Tensor forward(torch::Tensor x) { return x; }", "forward"
+    ) == ("torch::Tensor forward(torch::Tensor x)")
+
+
+def test_unrepeatable_declarations_are_refused() -> None:
+    # internal linkage, a template, inside a namespace, or none at all: bind in the same unit instead.
+    assert (
+        binding.entry_declaration("static torch::Tensor forward(torch::Tensor x) { return x; }", "forward")
+        is None
+    )
+    assert binding.entry_declaration("template <typename T>\nT forward(T x) { return x; }", "forward") is None
+    assert (
+        binding.entry_declaration(
+            "namespace a {\ntorch::Tensor forward(torch::Tensor x) { return x; }\n}", "forward"
+        )
+        is None
+    )
+    assert binding.entry_declaration("torch::Tensor other(torch::Tensor x) { return x; }", "forward") is None
+
+
+def test_file_scope_usings_are_carried_to_the_binding_unit() -> None:
+    src = "using torch::Tensor;\nnamespace { using X = int; }\ntypedef float real;\nTensor forward(Tensor x) { using namespace at; return x; }\n"
+    assert binding.file_scope_usings(src) == ["using torch::Tensor;", "typedef float real;"]
+
+
+def test_module_definition_wraps_errors_and_escapes_docstrings() -> None:
+    text = binding.module_definition({"forward": 'say "hi"'})
+    assert "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)" in text
+    assert 'm.def("forward", torch::wrap_pybind_function(forward), "say \\"hi\\"");' in text
+    assert 'm.def("f", f, "f");' in binding.module_definition({"f": "f"}, wrap_errors=False)
+
+
+def test_binding_unit_declares_then_binds() -> None:
+    text = binding.binding_unit_source(
+        ["torch::Tensor forward(torch::Tensor x)"], ["using torch::Tensor;"], {"forward": "forward"}
+    )
+    lines = text.splitlines()
+    assert lines[0] == "#include <torch/extension.h>"
+    assert lines[1] == "using torch::Tensor;"
+    assert lines[2] == "torch::Tensor forward(torch::Tensor x);"
+
+
+def test_own_module_detection() -> None:
+    assert (
+        binding.module_name_in_source("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}") == "TORCH_EXTENSION_NAME"
+    )
+    assert binding.module_name_in_source("PYBIND11_MODULE( my_ext , m) {}") == "my_ext"
+    assert binding.module_name_in_source("// PYBIND11_MODULE(x, m)\n") is None
+
+
+def test_light_header_only_without_pybind_or_frontend_api() -> None:
+    assert binding.light_header_safe(
+        "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return x; }"
+    )
+    assert not binding.light_header_safe("namespace py = pybind11;")
+    assert not binding.light_header_safe("auto y = torch::nn::functional::relu(x);")
+    assert not binding.light_header_safe("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}")
+
+
+def test_defines_function_ignores_comments() -> None:
+    assert binding.defines_function("torch::Tensor run (torch::Tensor x) { return x; }", "run")
+    assert not binding.defines_function(
+        "// forward(x)\ntorch::Tensor run(torch::Tensor x) { return x; }", "forward"
+    )
