@@ -16,12 +16,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.auth import KeyCache
 from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
 from api.queue import CeleryEnqueuer, Enqueuer, worker_celery_app
 from api.ratelimit import RateLimiter, make_rate_limiter
 from api.routes import batches, health, leaderboard, problems, submissions
 from api.settings import Settings, get_settings
+from api.submitting import ProblemCache
 from db.session import get_sessionmaker
 
 log = logging.getLogger("kjudge.api")
@@ -90,6 +92,8 @@ def create_app(
     app.state.sessionmaker = get_sessionmaker(settings)
     app.state.enqueuer = enqueuer or CeleryEnqueuer(worker_celery_app(settings))
     app.state.rate_limiter = rate_limiter or make_rate_limiter(settings.effective_redis_url)
+    app.state.key_cache = KeyCache(settings.api_key_cache_s)
+    app.state.problem_cache = ProblemCache()
 
     install_error_handlers(app)
     for module in (submissions, batches, problems, leaderboard, health):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import secrets
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,6 +41,7 @@ class Principal:
     name: str
     scopes: frozenset[str] = field(default_factory=frozenset)
     rate_limit_per_min: int | None = None
+    quota: int | None = None
 
     def has(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes
@@ -95,8 +98,43 @@ def revoke_key(session: Session, key_id: str, when: datetime | None = None) -> b
 def principal_for(key: ApiKey, default_rate_limit: int) -> Principal:
     limit = key.rate_limit_per_min if key.rate_limit_per_min is not None else default_rate_limit
     return Principal(
-        key_id=key.id, name=key.name, scopes=frozenset(key.scopes or ()), rate_limit_per_min=limit
+        key_id=key.id,
+        name=key.name,
+        scopes=frozenset(key.scopes or ()),
+        rate_limit_per_min=limit,
+        quota=key.quota,
     )
+
+
+class KeyCache:
+    """Recently seen live keys, by secret hash, for `ttl_s` seconds.
+
+    Saves a database round trip on every request of a busy key; a revoked key is refused at
+    most `ttl_s` later (KJUDGE_API_KEY_CACHE_S; 0 disables the cache). Unknown keys are never
+    cached, so a key works the moment it is created.
+    """
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._entries: dict[str, tuple[float, Principal]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, secret: str) -> Principal | None:
+        if self.ttl_s <= 0:
+            return None
+        with self._lock:
+            entry = self._entries.get(hash_key(secret))
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, secret: str, principal: Principal) -> None:
+        if self.ttl_s <= 0:
+            return
+        with self._lock:
+            if len(self._entries) > 10_000:
+                self._entries.clear()
+            self._entries[hash_key(secret)] = (time.monotonic() + self.ttl_s, principal)
 
 
 def is_loopback(host: str | None) -> bool:

@@ -12,11 +12,20 @@ from typing import Annotated
 from fastapi import Depends, Header, Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.auth import Principal, anonymous, is_loopback, lookup_key, principal_for, secret_from_headers
+from api.auth import (
+    KeyCache,
+    Principal,
+    anonymous,
+    is_loopback,
+    lookup_key,
+    principal_for,
+    secret_from_headers,
+)
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.ratelimit import RateLimiter
 from api.settings import Settings
+from api.submitting import ProblemCache
 
 
 def get_settings(request: Request) -> Settings:
@@ -37,6 +46,10 @@ def get_db(request: Request) -> Iterator[Session]:
 
 def get_enqueuer(request: Request) -> Enqueuer:
     return request.app.state.enqueuer
+
+
+def get_problem_cache(request: Request) -> ProblemCache:
+    return request.app.state.problem_cache
 
 
 def get_rate_limiter(request: Request) -> RateLimiter:
@@ -71,16 +84,21 @@ def get_principal(
             )
         principal = anonymous(settings.anonymous_rate_limit_per_min)
     else:
-        key = lookup_key(session, secret)
-        session.rollback()  # end the read transaction; routes open their own
-        if key is None:
-            raise ApiError(
-                401,
-                "invalid_api_key",
-                "the API key is unknown or revoked",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        principal = principal_for(key, settings.default_rate_limit_per_min)
+        cache: KeyCache = request.app.state.key_cache
+        cached = cache.get(secret)
+        if cached is None:
+            key = lookup_key(session, secret)
+            session.rollback()  # end the read transaction; routes open their own
+            if key is None:
+                raise ApiError(
+                    401,
+                    "invalid_api_key",
+                    "the API key is unknown or revoked",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            cached = principal_for(key, settings.default_rate_limit_per_min)
+            cache.put(secret, cached)
+        principal = cached
     _apply_rate_limit(request, response, principal)
     request.state.principal = principal
     return principal
@@ -122,3 +140,4 @@ def require(scope: str) -> Callable[..., Principal]:
 SessionDep = Annotated[Session, Depends(get_db)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
+ProblemCacheDep = Annotated[ProblemCache, Depends(get_problem_cache)]

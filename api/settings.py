@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     api_keys_required: bool = False
     default_rate_limit_per_min: int = 600
     anonymous_rate_limit_per_min: int | None = None
+    api_key_cache_s: float = 5.0  # a revoked key is refused at most this much later
 
     # Input limits.
     max_source_bytes: int = 1 << 20

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,35 @@ LANGUAGES = tuple(lang.value for lang in Language)
 MAX_METADATA_BYTES = 64 << 10
 
 SUBMISSIONS_ACCEPTED = Counter("kjudge_submissions_accepted_total", "submissions stored", ["kind"])
+
+
+class ProblemCache:
+    """Problem references already resolved. An id (the sha256 of the source) always names the
+    same problem, so it is kept; a name may get a newer problem, so it is kept briefly."""
+
+    NAME_TTL_S = 30.0
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._names: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, ref: str) -> str | None:
+        with self._lock:
+            if ref in self._ids:
+                return ref
+            hit = self._names.get(ref)
+        return hit[1] if hit and hit[0] > time.monotonic() else None
+
+    def put(self, ref: str, problem_id: str) -> None:
+        with self._lock:
+            if len(self._ids) + len(self._names) > 100_000:
+                self._ids.clear()
+                self._names.clear()
+            if ref == problem_id:
+                self._ids.add(ref)
+            else:
+                self._names[ref] = (time.monotonic() + self.NAME_TTL_S, problem_id)
 
 
 @dataclass
@@ -71,9 +102,10 @@ def prepare(
     idempotency_keys: Sequence[str | None],
     *,
     batch: bool,
+    cache: ProblemCache | None = None,
 ) -> list[Prepared]:
     """Checks every item before anything is stored; the first problem found is the answer."""
-    problem_ids = _resolve_problems(session, {item.problem_id for item in items}, items, batch)
+    problem_ids = _resolve_problems(session, {item.problem_id for item in items}, items, batch, cache)
     seen_keys: set[str] = set()
     out: list[Prepared] = []
     for i, (item, key) in enumerate(zip(items, idempotency_keys, strict=True)):
@@ -130,15 +162,27 @@ def prepare(
 
 
 def _resolve_problems(
-    session: Session, refs: set[str], items: Sequence[SubmissionCreate], batch: bool
+    session: Session,
+    refs: set[str],
+    items: Sequence[SubmissionCreate],
+    batch: bool,
+    cache: ProblemCache | None,
 ) -> dict[str, str]:
     """Maps each reference (an id or a name; the newest problem of that name) to a problem id."""
-    rows = session.execute(
-        sa.select(Problem.id, Problem.name, Problem.created_at).where(
-            sa.or_(Problem.id.in_(refs), Problem.name.in_(refs))
-        )
-    ).all()
     found: dict[str, str] = {}
+    if cache is not None:
+        for ref in refs:
+            if (pid := cache.get(ref)) is not None:
+                found[ref] = pid
+    missing = refs - set(found)
+    rows = []
+    if missing:
+        rows = session.execute(
+            sa.select(Problem.id, Problem.name, Problem.created_at).where(
+                sa.or_(Problem.id.in_(missing), Problem.name.in_(missing))
+            )
+        ).all()
+    refs = missing
     newest: dict[str, tuple[Any, str]] = {}
     for pid, name, created in rows:
         if pid in refs:
@@ -147,6 +191,10 @@ def _resolve_problems(
             newest[name] = (created, pid)
     for name, (_, pid) in newest.items():
         found.setdefault(name, pid)
+    if cache is not None:
+        for ref in missing:
+            if ref in found:
+                cache.put(ref, found[ref])
     for i, item in enumerate(items):
         if item.problem_id not in found:
             raise ApiError(
@@ -168,16 +216,19 @@ def accept(
 ) -> tuple[str | None, list[SubmissionAccepted]]:
     """Stores the new submissions in one transaction, commits, then enqueues them.
 
-    A concurrent request with the same idempotency key makes the insert fail on the unique
-    index; the retry then finds that row and answers with it.
+    Idempotency is optimistic: the first attempt just inserts (one round trip fewer on the
+    common path). A key seen before, or a concurrent request with the same key, makes the
+    insert fail on the unique index; the second attempt looks the keys up and answers with
+    the stored submissions.
     """
+    has_keys = any(p.idempotency_key is not None for p in prepared)
     for attempt in range(2):
         try:
-            batch_id, jobs = _store(session, principal, prepared, batch=batch)
+            batch_id, jobs = _store(session, principal, prepared, batch=batch, check_keys=attempt == 1)
             break
         except sa_exc.IntegrityError:
             session.rollback()
-            if attempt == 1:
+            if attempt == 1 or not has_keys:
                 raise
             for p in prepared:
                 p.accepted = None
@@ -187,9 +238,10 @@ def accept(
 
 
 def _store(
-    session: Session, principal: Principal, prepared: list[Prepared], *, batch: bool
+    session: Session, principal: Principal, prepared: list[Prepared], *, batch: bool, check_keys: bool
 ) -> tuple[str | None, list[tuple[str, str]]]:
-    _apply_idempotency(session, principal, prepared, batch)
+    if check_keys:
+        _apply_idempotency(session, principal, prepared, batch)
     fresh = [p for p in prepared if p.accepted is None]
     now = utcnow()
     batch_id: str | None = None
@@ -260,7 +312,9 @@ def _store(
         session.execute(sa.insert(Submission), rows)
     if results:
         session.execute(sa.insert(ResultRow), results)
-    if rows and principal.key_id is not None:
+    if rows and principal.key_id is not None and principal.quota is not None:
+        # Only keys with a quota touch their api_keys row: that row lock serializes every
+        # commit of the key, which an unlimited key (an RL trainer) should not pay for.
         _charge_quota(session, principal.key_id, len(rows))
     session.commit()
     if rows:

@@ -55,6 +55,8 @@ class ApiKey(Base):
     scopes: Mapped[list[Any]] = mapped_column(default=list)  # submit, read, problems:write, admin
     rate_limit_per_min: Mapped[int | None] = mapped_column(sa.Integer)
     quota: Mapped[int | None] = mapped_column(sa.Integer)  # submissions allowed in total; None: no cap
+    # Submissions charged against `quota`. Counted only while the key has a quota: charging
+    # locks the key's row until commit, which would serialize an unlimited key's requests.
     used: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column()

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Response
 from sqlalchemy.orm import defer
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, SessionDep, SettingsDep, require
+from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, require
 from api.errors import ApiError
 from api.routes.submissions import ERRORS
 from api.schemas import BatchAccepted, BatchCreate, BatchOut
@@ -28,6 +28,7 @@ def create_batch(
     session: SessionDep,
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
+    problem_cache: ProblemCacheDep,
     principal: Annotated[Principal, Depends(require("submit"))],
 ) -> BatchAccepted:
     """Accepts up to 1,000 submissions atomically: all are stored or none. An item's
@@ -40,7 +41,12 @@ def create_batch(
             413, "batch_too_large", f"the batch has {n} submissions; the limit is {settings.max_batch_items}"
         )
     prepared = prepare(
-        session, settings, body.submissions, [item.client_request_id for item in body.submissions], batch=True
+        session,
+        settings,
+        body.submissions,
+        [item.client_request_id for item in body.submissions],
+        batch=True,
+        cache=problem_cache,
     )
     batch_id, accepted = accept(session, enqueuer, principal, prepared, batch=True)
     if batch_id:

@@ -13,7 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, SessionDep, SettingsDep, get_sessionmaker, require
+from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, get_sessionmaker, require
 from api.errors import ApiError
 from api.schemas import ErrorBody, SubmissionAccepted, SubmissionCreate, SubmissionOut, SubmissionPage
 from api.submitting import accept, prepare
@@ -36,12 +36,13 @@ def create_submission(
     session: SessionDep,
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
+    problem_cache: ProblemCacheDep,
     principal: Annotated[Principal, Depends(require("submit"))],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> SubmissionAccepted:
     """Stores the submission (status `queued`), then enqueues it. A retried POST with the same
     `Idempotency-Key` answers with the first submission instead of creating a second."""
-    prepared = prepare(session, settings, [body], [idempotency_key], batch=False)
+    prepared = prepare(session, settings, [body], [idempotency_key], batch=False, cache=problem_cache)
     _, accepted = accept(session, enqueuer, principal, prepared, batch=False)
     if accepted[0].replayed:
         response.headers["Idempotent-Replayed"] = "true"

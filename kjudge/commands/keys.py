@@ -78,7 +78,7 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         state = "revoked" if r["revoked_at"] else "active"
-        quota = f"{r['used']}/{r['quota']}" if r["quota"] is not None else f"{r['used']}/-"
+        quota = f"{r['used']}/{r['quota']}" if r["quota"] is not None else "unlimited"
         print(f"{r['id']}  {state:7}  {r['name']:20}  {','.join(r['scopes']):30}  used {quota}")
     return 0
 

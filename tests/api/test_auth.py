@@ -29,13 +29,15 @@ def test_missing_and_wrong_keys_are_401(app):
         assert c.get("/healthz").status_code == 200  # health needs no key
 
 
-def test_revoked_key_is_401(app, db):
+def test_revoked_key_is_401_within_the_cache_time(pg_url, redis_url, tmp_path, db):
+    app = create_app(make_settings(pg_url, redis_url, tmp_path, api_key_cache_s=0.5), startup=False)
     secret = new_key(db, name="soon-revoked")
     key_id = db.scalars(sa.select(ApiKey.id).where(ApiKey.name == "soon-revoked")).one()
     with TestClient(app, client=LOOPBACK, headers={"X-API-Key": secret}) as c:
         assert c.get("/v1/submissions").status_code == 200
         assert revoke_key(db, key_id)
         db.commit()
+        time.sleep(0.6)
         assert c.get("/v1/submissions").status_code == 401
 
 
