@@ -1,0 +1,30 @@
+"""HardTanh: clamp to [min_val, max_val]."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Clamps every element to [-1, 1]."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.hardtanh(x, min_val=-1.0, max_val=1.0)
+
+
+batch_size = 4096
+dim = 16384
+
+KJUDGE_SMALL = {"batch_size": 4, "dim": 64}
+KJUDGE_TAGS = ["elementwise", "activation"]
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []

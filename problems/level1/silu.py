@@ -1,0 +1,30 @@
+"""SiLU (swish): x * sigmoid(x)."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Applies SiLU elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
+
+batch_size = 4096
+dim = 16384
+
+KJUDGE_SMALL = {"batch_size": 4, "dim": 64}
+KJUDGE_TAGS = ["elementwise", "activation"]
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,36 @@
+"""Scaled, causally masked softmax over attention scores (scale, mask, softmax)."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """softmax(masked_fill(scores * scale, j > i, -inf), dim=-1) on (batch, heads, seq, seq)."""
+
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        seq = scores.shape[-1]
+        mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool, device=scores.device), diagonal=1)
+        scores = (scores * self.scale).masked_fill(mask, float("-inf"))
+        return torch.softmax(scores, dim=-1)
+
+
+batch_size = 8
+num_heads = 16
+seq_len = 1024
+scale = 0.125
+
+KJUDGE_SMALL = {"batch_size": 1, "num_heads": 2, "seq_len": 16}
+KJUDGE_TAGS = ["fused", "softmax", "attention"]
+
+
+def get_inputs():
+    scores = torch.randn(batch_size, num_heads, seq_len, seq_len)
+    return [scores]
+
+
+def get_init_inputs():
+    return [scale]

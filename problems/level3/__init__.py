@@ -1,0 +1,1 @@
+"""Problem modules (KernelBench format); the catalog reads them as source, not as imports."""
