@@ -162,7 +162,7 @@ def _evaluate(
                 Result(
                     problem_id=problem.id,
                     verdict=verdict,
-                    message=refused or build.message or "compilation failed; see logs.compile",
+                    message=refused or build.message or _first_error(build.log),
                     logs=Logs(compile=compile_log),
                     **base,  # type: ignore[arg-type]
                 ),
@@ -276,6 +276,14 @@ def _finish(problem: Problem, result: Result, durations: dict[str, float], start
     durations["total"] = time.monotonic() - started
     result.durations_s = {k: round(v, 4) for k, v in durations.items()}
     return result
+
+
+def _first_error(log: str) -> str:
+    """The compiler's first error line: what the author looks at first."""
+    for line in log.splitlines():
+        if "error" in line.lower() and not line.startswith("=="):
+            return "compilation failed: " + line.strip()[:300]
+    return "compilation failed; see logs.compile"
 
 
 def _read_report(path: Path) -> RunReport | None:

@@ -1,0 +1,65 @@
+"""Printing a Result for people: a short table (`kjudge eval` without --json)."""
+
+from __future__ import annotations
+
+from evaluator.result import Result, Verdict
+
+LOG_LINES = 20
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f} ms"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _err(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def format_result(result: Result) -> str:
+    rows: list[tuple[str, str]] = [
+        ("verdict", result.verdict.value if result.verdict else result.status.value)
+    ]
+    if result.message:
+        rows.append(("message", result.message))
+    rows.append(("problem", result.problem_id[:16]))
+    if result.target is not None:
+        t = result.target
+        rows.append(("target", f"{t.backend.value} {t.arch} ({t.device})"))
+    if result.correctness is not None:
+        c = result.correctness
+        rows.append(
+            ("correctness", f"{c.passed}/{c.trials} trials passed (atol={c.atol:g}, rtol={c.rtol:g})")
+        )
+        rows.append(("max error", f"abs {_err(c.max_abs_err)}, rel {_err(c.max_rel_err)}"))
+    if result.timing is not None:
+        tm = result.timing
+        flushed = "L2 flushed" if tm.l2_flushed else "no L2 flush"
+        rows.append(
+            (
+                "time",
+                f"median {_ms(tm.median_ms)}  mean {_ms(tm.mean_ms)}  std {_ms(tm.std_ms)}  "
+                f"min {_ms(tm.min_ms)}  (n={tm.n}, {flushed})",
+            )
+        )
+    if result.baseline is not None:
+        b = result.baseline
+        rows.append(("baseline", f"eager {_ms(b.eager_ms)}  torch.compile {_ms(b.compile_ms)}"))
+    if result.speedup is not None:
+        s = result.speedup
+        rows.append(("speedup", f"vs eager {_x(s.vs_eager)}  vs torch.compile {_x(s.vs_compile)}"))
+    if result.flags:
+        rows.append(("flags", ", ".join(result.flags)))
+    if result.durations_s:
+        rows.append(("durations", "  ".join(f"{k} {v:.2f}s" for k, v in result.durations_s.items())))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if result.verdict not in (Verdict.CORRECT, None):
+        for name, log in (("compile log", result.logs.compile), ("run log", result.logs.run)):
+            if log.strip():
+                tail = log.strip().splitlines()[-LOG_LINES:]
+                lines += ["", f"--- {name} (last {len(tail)} lines) ---", *tail]
+    return "\n".join(lines)
