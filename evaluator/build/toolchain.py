@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def torch_info() -> TorchInfo:
 
     torch_dir = Path(torch.__file__).parent
     include = torch_dir / "include"
-    pybind = getattr(cpp_extension, "_get_pybind11_abi_build_flags", lambda: [])()
+    with warnings.catch_warnings():  # deprecated (and empty) from torch 2.9; older torch needs it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pybind = getattr(cpp_extension, "_get_pybind11_abi_build_flags", lambda: [])()
     return TorchInfo(
         version=torch.__version__,
         include_dirs=[str(include), str(include / "torch" / "csrc" / "api" / "include")],
