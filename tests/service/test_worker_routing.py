@@ -33,7 +33,7 @@ def test_queue_for_target(target: str | None, queue: str) -> None:
     assert queue_for_target(target) == queue
 
 
-@pytest.mark.parametrize("bad", ["gpu", "sm90", "gfx", "cuda;rm -rf", "h100", "sm_9"])
+@pytest.mark.parametrize("bad", ["nvidia", "sm90", "gfx", "cuda;rm -rf", "h100", "sm_9"])
 def test_unknown_targets_say_what_is_accepted(bad: str) -> None:
     with pytest.raises(UnknownTarget, match="use 'any', 'cpu', 'cuda', 'rocm'"):
         queue_for_target(bad)
