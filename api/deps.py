@@ -1,12 +1,14 @@
 """FastAPI dependencies: settings, database session, enqueuer, caller identity and scopes.
 
+Dependencies that do no I/O are `async def` so FastAPI runs them inline instead of paying a
+thread-pool hop each; those that touch the database or Redis stay sync (run in the pool).
 Everything hangs off `app.state` (set by api.app.create_app) so that tests can run several apps
 with different settings in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request, Response
@@ -28,11 +30,11 @@ from api.settings import Settings
 from api.submitting import ProblemCache
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_sessionmaker(request: Request) -> sessionmaker[Session]:
+async def get_sessionmaker(request: Request) -> sessionmaker[Session]:
     return request.app.state.sessionmaker
 
 
@@ -44,15 +46,15 @@ def get_db(request: Request) -> Iterator[Session]:
         session.close()
 
 
-def get_enqueuer(request: Request) -> Enqueuer:
+async def get_enqueuer(request: Request) -> Enqueuer:
     return request.app.state.enqueuer
 
 
-def get_problem_cache(request: Request) -> ProblemCache:
+async def get_problem_cache(request: Request) -> ProblemCache:
     return request.app.state.problem_cache
 
 
-def get_rate_limiter(request: Request) -> RateLimiter:
+async def get_rate_limiter(request: Request) -> RateLimiter:
     return request.app.state.rate_limiter
 
 
@@ -121,10 +123,10 @@ def _apply_rate_limit(request: Request, response: Response, principal: Principal
     response.headers.update(headers)
 
 
-def require(scope: str) -> Callable[..., Principal]:
+def require(scope: str) -> Callable[..., Awaitable[Principal]]:
     """A dependency that admits callers holding `scope` (or `admin`)."""
 
-    def _check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    async def _check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
         if not principal.has(scope):
             raise ApiError(
                 403,

@@ -26,7 +26,8 @@ def builtin_problem_rows() -> list[dict[str, Any]]:
         raise
     now = utcnow()
     rows = []
-    for name, source, level, tags in iter_builtin_problems():
+    for problem in iter_builtin_problems():
+        name, source, level, tags = problem[:4]
         rows.append(
             {
                 "id": hashlib.sha256(source.encode("utf-8")).hexdigest(),
@@ -34,8 +35,9 @@ def builtin_problem_rows() -> list[dict[str, Any]]:
                 "source": source,
                 "level": level,
                 "tags": list(tags or []),
-                "settings": {},
-                "roofline": {},
+                # The catalog knows more than the (name, source, level, tags) contract; use it if so.
+                "settings": _optional(problem, "settings"),
+                "roofline": _optional(problem, "roofline"),
                 "builtin": True,
                 "created_at": now,
             }
@@ -48,3 +50,12 @@ def seed_builtin_problems(session: Session) -> int:
     inserted = insert_ignore(session, Problem, builtin_problem_rows())
     session.commit()
     return inserted
+
+
+def _optional(problem: Any, attr: str) -> dict[str, Any]:
+    try:
+        value = getattr(problem, attr, None)
+    except Exception as exc:  # noqa: BLE001 - a bad built-in must not stop the others loading
+        log.warning("built-in problem %s: cannot read %s: %s", problem[0], attr, exc)
+        return {}
+    return dict(value) if value else {}

@@ -14,15 +14,18 @@ def insert_ignore(session: Session, model: Any, rows: list[dict[str, Any]]) -> i
     if not rows:
         return 0
     dialect = session.get_bind().dialect.name
+    table = model.__table__  # Core insert: the ORM bulk path reports no rowcount
     if dialect == "postgresql":
-        stmt = postgresql.insert(model).on_conflict_do_nothing()
+        stmt = postgresql.insert(table).on_conflict_do_nothing()
     elif dialect == "sqlite":
-        stmt = sqlite.insert(model).on_conflict_do_nothing()
+        stmt = sqlite.insert(table).on_conflict_do_nothing()
     else:  # pragma: no cover - only the two supported backends
         raise NotImplementedError(f"insert_ignore does not support {dialect}")
+    # RETURNING counts what was inserted (rowcount is not reliable through the ORM session).
+    stmt = stmt.returning(*table.primary_key.columns)
     inserted = 0
-    for row in rows:  # per row: rowcount of an executemany is not reliable everywhere
-        inserted += session.execute(stmt.values(**_columns(model, row))).rowcount or 0
+    for row in rows:
+        inserted += len(session.execute(stmt.values(**_columns(model, row))).all())
     return inserted
 
 
