@@ -13,13 +13,15 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from worker.devices import host_isa
+
 
 class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KJUDGE_WORKER_", extra="ignore")
 
     # Identity (set per child by worker.launcher; defaults describe a plain CPU worker).
     backend: str = Field(default="cpu", description="cpu, cuda or rocm")
-    arch: str = Field(default_factory=lambda: host_isa(), description="sm_90, gfx942, x86_64 ...")
+    arch: str = Field(default_factory=host_isa, description="sm_90, gfx942, x86_64 ...")
     device_name: str = Field(default="", description="marketing name of the device")
     gpu: str | None = Field(default=None, description="physical GPU index this process is pinned to")
     take_any: bool = Field(default=False, description="also consume eval.any (GPU workers always do)")
@@ -47,12 +49,6 @@ class WorkerSettings(BaseSettings):
     def eval_device(self) -> str:
         """The torch device the evaluator uses; a pinned GPU is always device 0 of its process."""
         return "cpu" if self.backend == "cpu" else "cuda"
-
-
-def host_isa() -> str:
-    import platform
-
-    return platform.machine().lower() or "x86_64"
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -17,6 +18,11 @@ class Gpu(BaseModel):
     backend: str  # cuda | rocm
     arch: str  # sm_90, gfx942, ...
     name: str
+
+
+def host_isa() -> str:
+    """The CPU's ISA as kjudge names CPU targets (x86_64, aarch64)."""
+    return platform.machine().lower() or "x86_64"
 
 
 def _probe() -> list[Gpu]:

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from worker import routing
-from worker.config import host_isa
-from worker.devices import Gpu
+from worker.devices import Gpu, host_isa
 
 log = logging.getLogger(__name__)
 
