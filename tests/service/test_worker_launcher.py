@@ -88,3 +88,17 @@ def test_real_gpus_are_listed_and_pinned_one_per_process() -> None:
             assert gpu.arch == f"sm_{major}{minor}" and spec.queues[0] == f"eval.cuda.sm_{major}{minor}"
         env = spec.child_env({})
         assert env["CUDA_VISIBLE_DEVICES" if expected == "cuda" else "HIP_VISIBLE_DEVICES"] == gpu.visible_id
+
+
+def test_kjudge_worker_explains_a_missing_gpu() -> None:
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = subprocess.run(
+        [sys.executable, "-m", "kjudge", "worker", "--gpus", "0"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 2
+    assert "GPU '0' does not exist (visible GPUs: none)" in run.stderr and "Traceback" not in run.stderr
