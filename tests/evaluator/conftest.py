@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.options import EvalOptions, TimingOptions
+
+ROOT = Path(__file__).parents[2]
+EXAMPLES = ROOT / "examples" / "relu"
+CASES = Path(__file__).parent / "cases"
+
+
+@pytest.fixture(scope="session")
+def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One KJUDGE_HOME for the whole session: native builds and baselines are cached across tests
+    (a torch extension takes ~30 s to build here)."""
+    return tmp_path_factory.mktemp("kjudge-home")
+
+
+@pytest.fixture(scope="session")
+def cpu_options(kjudge_home: Path) -> EvalOptions:
+    return EvalOptions(
+        device="cpu",
+        trials=3,
+        seed=1234,
+        timing=TimingOptions(warmup_ms=1, max_time_s=0.05, min_reps=3),
+        run_timeout_s=120,
+        build_timeout_s=240,
+        cache_dir=kjudge_home / "cache",
+    )

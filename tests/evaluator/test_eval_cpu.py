@@ -1,0 +1,176 @@
+"""The cpu target end to end through `evaluate`: every verdict, bad inputs, and isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.api import evaluate
+from evaluator.options import EvalOptions, Submission
+from evaluator.problem import Problem
+from evaluator.result import Language, Result, Status, Verdict
+from tests.evaluator.conftest import CASES, EXAMPLES
+
+RELU = Problem.from_file(EXAMPLES / "problem.py")
+
+
+def run(options: EvalOptions, kernel: Path | str, problem: Problem = RELU, **kw: object) -> Result:
+    sub = Submission.from_file(kernel, **kw) if isinstance(kernel, Path) else Submission(source=kernel, **kw)
+    return evaluate(problem, sub, options)
+
+
+def assert_verdict(result: Result, verdict: Verdict, *needles: str) -> None:
+    text = f"{result.message}\n{result.logs.compile}\n{result.logs.run}"
+    assert result.verdict == verdict, result.model_dump_json(indent=1)
+    for needle in needles:
+        assert needle in text, f"{needle!r} not in:\n{text}"
+
+
+# -- correct candidates ------------------------------------------------------------------------
+
+
+def test_cpp_correct_with_timing_and_baseline(cpu_options: EvalOptions) -> None:
+    statuses: list[Status] = []
+    result = evaluate(
+        RELU,
+        Submission.from_file(EXAMPLES / "relu_cpp.cpp", metadata={"model": "m1"}),
+        cpu_options,
+        statuses.append,
+    )
+    assert_verdict(result, Verdict.CORRECT)
+    assert statuses == [Status.COMPILING, Status.RUNNING]
+    assert result.compiled and result.correct and result.status == Status.DONE
+    assert result.problem_id == RELU.id and result.metadata == {"model": "m1"}
+    c = result.correctness
+    assert c is not None and (c.trials, c.passed, c.max_abs_err, c.atol, c.rtol) == (3, 3, 0.0, 1e-2, 1e-2)
+    assert result.timing is not None and result.timing.n >= 3 and result.timing.median_ms > 0
+    assert not result.timing.l2_flushed
+    assert result.baseline is not None and result.baseline.eager_ms and result.baseline.compile_ms is None
+    assert result.speedup is not None and result.speedup.vs_eager == pytest.approx(
+        result.baseline.eager_ms / result.timing.median_ms
+    )
+    assert result.target is not None and result.target.backend.value == "cpu"
+    for phase in (
+        "compile",
+        "run",
+        "process_start",
+        "import",
+        "inputs",
+        "load",
+        "correctness",
+        "timing",
+        "total",
+    ):
+        assert phase in result.durations_s
+
+
+def test_triton_interpreter_correct(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, EXAMPLES / "relu_triton.py")
+    assert_verdict(result, Verdict.CORRECT)
+    # The baseline was cached by the first evaluation of this problem on this device.
+    assert "baselines" not in result.durations_s or "compile" not in result.durations_s
+
+
+def test_weights_match_and_dtype_setting(cpu_options: EvalOptions) -> None:
+    linear = Problem.from_file(CASES / "problem_linear.py")
+    assert_verdict(run(cpu_options, CASES / "linear_modelnew.py", linear), Verdict.CORRECT)
+    half = Problem.from_file(CASES / "problem_half.py")
+    result = run(cpu_options, CASES / "kb_relu.py", half)
+    assert_verdict(result, Verdict.CORRECT, "candidate dtype torch.float16")
+    assert result.correctness is not None and result.correctness.atol == 1e-3
+
+
+def test_kernelbench_load_inline_on_cpu(cpu_options: EvalOptions) -> None:
+    assert_verdict(run(cpu_options, CASES / "kb_load_inline_cpp.py"), Verdict.CORRECT)
+
+
+# -- wrong candidates --------------------------------------------------------------------------
+
+
+def test_cpp_incorrect(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, EXAMPLES / "relu_incorrect.cpp")
+    assert_verdict(result, Verdict.INCORRECT, "correctness trial 1/3", "outside atol=0.01")
+    assert result.compiled and not result.correct and result.timing is None
+    assert result.correctness is not None and result.correctness.passed == 0
+    assert result.correctness.max_abs_err > 0.01
+
+
+def test_cpp_compile_error(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, EXAMPLES / "relu_compile_error.cpp")
+    assert_verdict(result, Verdict.COMPILE_ERROR, "undeclared_buffer")
+    assert not result.compiled and result.correctness is None
+
+
+def test_cpp_crash_then_next_evaluation_works(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, EXAMPLES / "relu_crash.cpp")
+    assert_verdict(result, Verdict.RUNTIME_ERROR, "SIGSEGV", "correctness trial 1/3")
+    assert_verdict(run(cpu_options, EXAMPLES / "relu_cpp.cpp"), Verdict.CORRECT)
+
+
+def test_python_crash_is_runtime_error(cpu_options: EvalOptions) -> None:
+    assert_verdict(run(cpu_options, CASES / "kb_segfault.py"), Verdict.RUNTIME_ERROR, "SIGSEGV")
+
+
+def test_hang_is_timeout_then_next_evaluation_works(cpu_options: EvalOptions) -> None:
+    short = cpu_options.model_copy(update={"run_timeout_s": 15.0})
+    result = run(short, EXAMPLES / "relu_hang.py")
+    assert_verdict(result, Verdict.TIMEOUT, "correctness trial 1/3")
+    assert result.durations_s["run"] < 40
+    assert_verdict(run(cpu_options, EXAMPLES / "relu_triton.py"), Verdict.CORRECT)
+
+
+@pytest.mark.parametrize(
+    ("case", "verdict", "needle"),
+    [
+        ("kb_wrong_shape.py", Verdict.INCORRECT, "shape (16384, 16) but the reference has (16, 16384)"),
+        ("kb_raises.py", Verdict.RUNTIME_ERROR, "RuntimeError: kernel launch failed"),
+        ("kb_no_modelnew.py", Verdict.COMPILE_ERROR, "defines no ModelNew"),
+        ("kb_import_error.py", Verdict.RUNTIME_ERROR, "ModuleNotFoundError"),
+        ("kb_in_place.py", Verdict.REJECTED, "input_modified"),
+    ],
+)
+def test_python_candidates(cpu_options: EvalOptions, case: str, verdict: Verdict, needle: str) -> None:
+    result = run(cpu_options, CASES / case)
+    assert_verdict(result, verdict, needle)
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def test_empty_source(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, "  \n", language=Language.CPP)
+    assert_verdict(result, Verdict.COMPILE_ERROR, "empty")
+    assert result.durations_s["total"] < 1
+
+
+def test_python_syntax_error_without_a_child(cpu_options: EvalOptions) -> None:
+    result = run(cpu_options, "import torch\nclass ModelNew(:\n    pass\n", language=Language.KERNELBENCH)
+    assert_verdict(result, Verdict.COMPILE_ERROR, "syntax error at line 2")
+
+
+def test_missing_entry_function(cpu_options: EvalOptions) -> None:
+    source = (EXAMPLES / "relu_cpp.cpp").read_text()
+    result = run(cpu_options, source, language=Language.CPP, entry="relu_forward")
+    assert_verdict(result, Verdict.COMPILE_ERROR, "relu_forward")
+
+
+def test_wrong_arity_explains_parameters(cpu_options: EvalOptions) -> None:
+    linear = Problem.from_file(CASES / "problem_linear.py")
+    result = run(cpu_options, EXAMPLES / "relu_cpp.cpp", linear)
+    assert_verdict(
+        result, Verdict.RUNTIME_ERROR, "forward takes 1 tensor but the problem passes 1 input + 2 parameters"
+    )
+
+
+def test_problem_whose_get_inputs_fails(cpu_options: EvalOptions) -> None:
+    problem = Problem.from_file(CASES / "problem_bad_inputs.py")
+    result = run(cpu_options, EXAMPLES / "relu_triton.py", problem)
+    assert_verdict(
+        result, Verdict.RUNTIME_ERROR, "problem error", "get_inputs() raised ValueError: dataset file missing"
+    )
+    assert "problem_error" in result.flags
+
+
+def test_gpu_language_on_cpu_is_compile_error(cpu_options: EvalOptions) -> None:
+    assert_verdict(run(cpu_options, EXAMPLES / "relu_cuda.cu"), Verdict.COMPILE_ERROR)
