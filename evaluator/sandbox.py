@@ -37,6 +37,7 @@ from evaluator.sandbox_cgroup import RunCgroup
 
 UNSAFE_ENV = "KJUDGE_UNSAFE_NO_SANDBOX"
 EXTRA_RO_ENV = "KJUDGE_SANDBOX_EXTRA_RO"  # operator-added read-only paths, ':'-separated
+MEMORY_ENV = "KJUDGE_SANDBOX_MEMORY_BYTES"  # default host-memory cap per sandbox
 
 # Reasons a run was killed by the sandbox (SandboxRun.killed_reason).
 WALL_CLOCK = "wall_clock"
@@ -58,7 +59,9 @@ class Limits(BaseModel):
     # for all. None: half the machine's RAM (default_memory_bytes).
     memory_bytes: int | None = None
     file_bytes: int = 2 << 30
-    nproc: int = 4096
+    # Processes + threads of the whole sandbox (a cgroup counts threads). Torch, CUDA and a parallel
+    # compile stay far below; a fork bomb hits it in milliseconds instead of starving the CPU.
+    nproc: int = 512
     output_bytes: int = 1 << 20  # stdout/stderr kept per stream (head + tail)
     output_kill_bytes: int = 64 << 20  # stdout+stderr beyond this: killed as a flood
     disk_bytes: int = 4 << 30  # scratch + writable dirs, and the size of /tmp and /dev/shm
@@ -98,7 +101,11 @@ def unsafe_opt_out() -> bool:
 
 
 def default_memory_bytes() -> int:
-    """Half the machine's RAM: the cap applied when a caller sets no memory limit."""
+    """The cap applied when a caller sets no memory limit: `KJUDGE_SANDBOX_MEMORY_BYTES` (the
+    operator's per-worker setting) or else half the machine's RAM."""
+    configured = os.environ.get(MEMORY_ENV, "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
@@ -384,6 +391,10 @@ def _watch(
                 kill(OUTPUT_LIMIT)
             elif now - start > limits.wall_s:
                 kill(WALL_CLOCK)
+            elif cgroup is not None and cgroup.pids_limit_hit():
+                # A fork() already failed for lack of pids: nothing legitimate gets there, and a
+                # bomb of heavy (torch-sized) processes would otherwise spin until the deadline.
+                kill(PROCESS_LIMIT)
             elif now >= next_tree and (cgroup is None or not cgroup.has_memory_limit):
                 next_tree = now + _TREE_POLL_S
                 threads, rss = _proc_tree(proc.pid)

@@ -27,17 +27,19 @@ CANARY = "kjudge-canary-6c1e0b"
 
 pytestmark = pytest.mark.skipif(not sandbox_bwrap.probe().available, reason="bubblewrap unusable here")
 
-# (file, verdict it must get, a phrase the result's message or logs must contain or None)
+# (file, verdicts it may get, wall-clock limit). A fork bomb of torch-sized processes needs ~20 s
+# on a 2-core machine to hit the process limit (runtime_error); where forking is slower than the
+# deadline the wall clock ends it (timeout). Either way it is contained.
 HOST_ATTACKS = [
-    ("net_socket.py", Verdict.CORRECT, None),
-    ("read_secrets.py", Verdict.CORRECT, None),
-    ("write_outside.py", Verdict.CORRECT, None),
-    ("kill_parent.py", Verdict.CORRECT, None),
-    ("fork_bomb.py", Verdict.RUNTIME_ERROR, None),
-    ("memory_bomb.py", Verdict.RUNTIME_ERROR, None),
-    ("disk_bomb.py", Verdict.RUNTIME_ERROR, None),
-    ("output_flood.py", Verdict.RUNTIME_ERROR, None),
-    ("sleep_forever.py", Verdict.TIMEOUT, None),
+    ("net_socket.py", {Verdict.CORRECT}, 30),
+    ("read_secrets.py", {Verdict.CORRECT}, 30),
+    ("write_outside.py", {Verdict.CORRECT}, 30),
+    ("kill_parent.py", {Verdict.CORRECT}, 30),
+    ("fork_bomb.py", {Verdict.RUNTIME_ERROR, Verdict.TIMEOUT}, 60),
+    ("memory_bomb.py", {Verdict.RUNTIME_ERROR}, 60),
+    ("disk_bomb.py", {Verdict.RUNTIME_ERROR}, 60),
+    ("output_flood.py", {Verdict.RUNTIME_ERROR}, 60),
+    ("sleep_forever.py", {Verdict.TIMEOUT}, 15),
 ]
 COMPILE_BOMBS = [
     ("compile_bomb_include.cpp", Verdict.COMPILE_ERROR),
@@ -75,6 +77,8 @@ def canary_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KJUDGE_DATABASE_URL", f"postgresql://kjudge:{CANARY}@127.0.0.1/kjudge")
     monkeypatch.setenv("KJUDGE_BROKER_URL", f"redis://:{CANARY}@127.0.0.1:6379/0")
     monkeypatch.setenv("KJUDGE_CANARY_SECRET", CANARY)
+    # The operator's per-sandbox memory cap (the bomb would otherwise fill half the machine).
+    monkeypatch.setenv("KJUDGE_SANDBOX_MEMORY_BYTES", str(3 << 30))
 
 
 def _next_is_correct(options: EvalOptions) -> None:
@@ -82,21 +86,19 @@ def _next_is_correct(options: EvalOptions) -> None:
     assert result.verdict == Verdict.CORRECT, (result.message, result.logs.run[-2000:])
 
 
-@pytest.mark.parametrize(("name", "verdict", "phrase"), HOST_ATTACKS, ids=[a[0] for a in HOST_ATTACKS])
+@pytest.mark.parametrize(("name", "verdicts", "wall_s"), HOST_ATTACKS, ids=[a[0] for a in HOST_ATTACKS])
 def test_host_attack(
-    name: str, verdict: Verdict, phrase: str | None, options: EvalOptions, canary_env: None
+    name: str, verdicts: set[Verdict], wall_s: int, options: EvalOptions, canary_env: None
 ) -> None:
-    before = set(os.listdir("/tmp"))
-    result = _evaluate(name, options)
-    assert result.verdict == verdict, (result.verdict, result.message, result.logs.run[-3000:])
+    result = _evaluate(name, options.model_copy(update={"run_timeout_s": wall_s}))
+    assert result.verdict in verdicts, (result.verdict, result.message, result.logs.run[-3000:])
     assert "ATTACK SUCCEEDED" not in _everything(result)
     assert CANARY not in _everything(result)
-    if phrase:
-        assert phrase in (result.message or "") + result.logs.run
+    if result.verdict != Verdict.CORRECT:
+        assert result.message  # says what stopped it
     assert len(result.logs.run) < 2 << 20  # floods are capped
-    # Nothing the attack made survives on the host: no new files in /tmp, scratch removed.
-    leftovers = {p for p in set(os.listdir("/tmp")) - before if "pytest" not in p}
-    assert not any(p.startswith("kjudge") for p in leftovers), leftovers
+    # Nothing the attack made survives on the host: its scratch dir is gone.
+    assert options.scratch_root is not None and list(options.scratch_root.iterdir()) == []
     _next_is_correct(options)
 
 
