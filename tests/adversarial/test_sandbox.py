@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -25,8 +26,7 @@ CANARY = "kjudge-canary-3f9a1c"
 
 
 def _run(tmp_path: Path, code: str, **limits: object) -> SandboxRun:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=tmp_path))  # fresh per run
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(scratch),
@@ -42,7 +42,7 @@ def _run(tmp_path: Path, code: str, **limits: object) -> SandboxRun:
 
 
 def _healthy(tmp_path: Path) -> None:
-    run = _run(tmp_path / "next" if (tmp_path / "next").mkdir() is None else tmp_path, "print(6 * 7)")
+    run = _run(tmp_path, "print(6 * 7)")
     assert run.returncode == 0 and run.stdout.strip() == "42", run
 
 
@@ -150,7 +150,7 @@ print("WROTE", ok)
     run = _run(tmp_path, code)
     assert run.returncode == 0, run.stderr
     assert "WROTE []" in run.stdout
-    assert (tmp_path / "scratch" / "in_scratch.txt").read_text() == "fine"
+    assert [p.read_text() for p in tmp_path.glob("scratch-*/in_scratch.txt")] == ["fine"]
     assert not (pkg / "pwned.py").exists()
 
 
