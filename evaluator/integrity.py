@@ -652,3 +652,55 @@ def run_checks(
 def candidate_modules() -> list[types.ModuleType]:
     """Modules imported so far that belong to kjudge's evaluator (to include in a snapshot)."""
     return [m for n, m in list(sys.modules.items()) if n.startswith("evaluator.") and m is not None]
+
+
+# --------------------------------------------------------------------------------------------
+# What the runner calls: a guard around the candidate's phases, and the roofline after timing.
+
+
+class Guard:
+    """Takes the snapshot before the candidate is imported; `verify()` after each candidate
+    phase returns flags (and restores anything patched) and remembers what changed."""
+
+    def __init__(self, extra: Sequence[Any] = ()) -> None:
+        for name in ("evaluator.correctness", "evaluator.timing", "evaluator.integrity"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        self.snapshot = take_snapshot([*candidate_modules(), *extra])
+        self.changed: list[str] = []
+
+    def verify(self) -> list[str]:
+        flags, changed = verify_snapshot(self.snapshot)
+        self.changed += [c for c in changed if c not in self.changed]
+        return flags
+
+
+# Below this achieved bandwidth no kernel is near any device's roofline: skip measuring ceilings.
+_ROOFLINE_PREFILTER_BYTES_PER_S = 0.5e12
+
+
+def roofline_flags(
+    problem_namespace: dict[str, Any], median_ms: float | None, device: torch.device
+) -> tuple[list[str], str]:
+    """exceeds_roofline when the median beats the problem's minimum traffic (and FLOPs) at the
+    device's measured ceilings. GPU only; ceilings are measured only when the time is fast
+    enough to be in question (they cost about a second)."""
+    if device.type != "cuda" or not median_ms:
+        return [], ""
+    from evaluator import roofline
+
+    try:
+        cost = roofline.problem_cost(problem_namespace, device="meta")
+    except Exception as exc:  # noqa: BLE001  a problem the meta analysis cannot run: no verdict from it
+        return [], f"roofline skipped: {type(exc).__name__}"
+    if cost.bytes / (median_ms / 1e3) < _ROOFLINE_PREFILTER_BYTES_PER_S and not cost.flops:
+        return [], ""
+    ceilings = roofline.measure_ceilings(device)
+    flags = check_roofline(
+        median_ms, cost.bytes, ceilings.bandwidth_bytes_per_s, cost.flops, ceilings.max_flops()
+    )
+    detail = (
+        f"median {median_ms:.4g} ms for {cost.bytes / 1e9:.3g} GB and {cost.flops / 1e9:.3g} GFLOP; "
+        f"device copy {ceilings.copy_gbps:.0f} GB/s, peak {ceilings.max_flops() / 1e12:.0f} TFLOP/s"
+    )
+    return flags, detail
