@@ -213,20 +213,26 @@ def clone_tree(value: Any) -> Any:
     return value
 
 
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns as integers (a view: no copy, NaN compares equal to itself)."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.view(_SAME_SIZE_INT[t.element_size()]) if t.dtype != torch.bool else t
+
+
 def same_values(a: Any, b: Any) -> bool:
-    """Bitwise equality of two input trees (NaN == NaN), for detecting in-place modification."""
+    """Bitwise equality of two input trees, for detecting in-place modification. Works on bit
+    patterns so that a 6 GB input needs no temporary copies."""
     ta, tb = tensors_in(a), tensors_in(b)
     if len(ta) != len(tb):
         return False
     for x, y in zip(ta, tb, strict=True):
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
-        if x.is_floating_point() or x.is_complex():
-            if not torch.equal(torch.nan_to_num(x, nan=0.0), torch.nan_to_num(y, nan=0.0)):
-                return False
-            if not torch.equal(torch.isnan(x), torch.isnan(y)):
-                return False
-        elif not torch.equal(x, y):
+        if not torch.equal(_bits(x.detach()), _bits(y.detach())):
             return False
     return True
 
@@ -241,26 +247,34 @@ def scrub(value: Any) -> None:
             t.detach().fill_(0)
 
 
+SMALL_BLOCK = 1 << 20  # the caching allocator serves requests up to 1 MiB from a separate small pool
+SMALL_POOL_POISON = 64 << 20
+
+
 def poison_free_memory(device: str, hint_bytes: int) -> None:
     """Fill the CUDA caching allocator's free memory with NaN bytes, so outputs the candidate
     allocates with torch.empty and never writes read back as NaN and fail the comparison.
 
-    One block of max(cached free bytes, hint) is allocated (hint: twice the inputs, so the first
-    trial's outputs, which come from fresh device memory, land in poisoned memory too), filled,
-    and freed back to the cache, where the candidate's allocations are carved from it. Capped at
-    half the device's free memory. On CPU this is a no-op: the host allocator returns fresh
-    pages or memory the process wrote itself.
+    Large pool: one block of max(cached free bytes, hint) is allocated (hint: about twice the
+    inputs, so the first trial's outputs, which would come from fresh device memory, land in
+    poisoned memory too), filled, and freed back to the cache, where the candidate's allocations
+    are carved from it. Capped at half the device's free memory. Small pool (requests of up to
+    1 MiB live in separate 2 MiB segments): up to 64 MiB of 1 MiB blocks, filled and freed.
+    On CPU this is a no-op: the host allocator returns fresh pages or memory the process wrote.
     """
     if device == "cpu" or not torch.cuda.is_available():
         return
     cached_free = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
     free_device, _ = torch.cuda.mem_get_info()
     size = min(max(cached_free, hint_bytes), (free_device + cached_free) // 2)
-    if size <= 0:
-        return
+    blocks: list[torch.Tensor] = []
     try:
-        block = torch.empty(size, dtype=torch.uint8, device=device)
+        if size > SMALL_BLOCK:
+            blocks.append(torch.empty(size, dtype=torch.uint8, device=device))
+        for _ in range(min(hint_bytes, SMALL_POOL_POISON) // SMALL_BLOCK):
+            blocks.append(torch.empty(SMALL_BLOCK, dtype=torch.uint8, device=device))
     except torch.OutOfMemoryError:
-        return
-    block.fill_(POISON_BYTE)
-    del block
+        pass
+    for block in blocks:
+        block.fill_(POISON_BYTE)
+    del blocks
