@@ -142,9 +142,16 @@ class Supervisor:
     """Runs the children until told to stop; restarts one that dies, with backoff."""
 
     def __init__(
-        self, specs: Sequence[WorkerSpec], loglevel: str = "INFO", stop_grace_s: float = 30.0
+        self,
+        specs: Sequence[WorkerSpec],
+        loglevel: str = "INFO",
+        stop_grace_s: float = 30.0,
+        parent_pid: int | None = None,
     ) -> None:
         self.specs = list(specs)
+        # `kjudge serve` starts the launcher in its own session and passes its pid; should serve
+        # die without stopping it (kill -9), the workers must not live on as orphans.
+        self._parent = parent_pid
         self.loglevel = loglevel
         self.stop_grace_s = stop_grace_s
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -157,15 +164,23 @@ class Supervisor:
         log.info("starting worker %s on queues %s", spec.name, ",".join(spec.queues))
         self.procs[spec.name] = subprocess.Popen(argv, env=spec.child_env(dict(os.environ)))
 
+    def _parent_alive(self) -> bool:
+        return self._parent is None or os.getppid() == self._parent
+
     def _signal(self, signum: int, _frame: object) -> None:
         self._stopping = True
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
+        if not self._parent_alive():
+            return 0
         for spec in self.specs:
             self._start(spec)
         while not self._stopping:
+            if not self._parent_alive():
+                log.warning("the process that started the workers is gone; stopping them")
+                break
             now = time.monotonic()
             for spec in self.specs:
                 proc = self.procs.get(spec.name)

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         worker = subprocess.Popen(
             [sys.executable, "-m", "kjudge", "worker", "--embedded"],
             start_new_session=True,
-            env=dict(os.environ),
+            env={**os.environ, "KJUDGE_SERVE_PID": str(os.getpid())},
         )
     try:
         import uvicorn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 
@@ -70,4 +71,8 @@ def run(args: argparse.Namespace) -> int:
             f"kjudge worker: {spec.name} ({spec.backend} {spec.arch}) on {','.join(spec.queues)}",
             file=sys.stderr,
         )
-    return Supervisor(specs, loglevel=args.loglevel).run()
+    parent = None
+    if args.embedded:
+        # Set by `kjudge serve` before the (slow) GPU probe, so its death is noticed even then.
+        parent = int(os.environ.get("KJUDGE_SERVE_PID") or os.getppid())
+    return Supervisor(specs, loglevel=args.loglevel, parent_pid=parent).run()

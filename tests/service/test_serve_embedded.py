@@ -165,3 +165,16 @@ def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "KJUDGE_API_KEYS_REQUIRED=true" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_workers_do_not_outlive_a_killed_serve(served) -> None:
+    from worker.launcher import descendants
+
+    _base, _pid, proc, _log = served
+    children = wait_for(lambda: descendants(proc.pid), 60, "serve to start its worker")
+    os.kill(proc.pid, signal.SIGKILL)  # serve itself only: no chance to stop its worker
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 45
+    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in children if _alive(p)], "orphaned worker processes kept running"
