@@ -80,7 +80,12 @@ def _host() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu, "python": platform.python_version()}
+    return {
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+    }
 
 
 def _commit() -> str:
@@ -110,7 +115,9 @@ def prepare_database(admin_url: str) -> tuple[str, str, str]:
     engine = make_engine(url, pool_size=1, max_overflow=0)
     with sa.orm.Session(engine) as session:
         pid = hashlib.sha256(PROBLEM_SOURCE.encode()).hexdigest()
-        session.add(Problem(id=pid, name="relu", source=PROBLEM_SOURCE, level=1, tags=[], settings={}, roofline={}))
+        session.add(
+            Problem(id=pid, name="relu", source=PROBLEM_SOURCE, level=1, tags=[], settings={}, roofline={})
+        )
         _, secret = create_key(session, "bench", ["submit", "read"], rate_limit_per_min=10_000_000)
         session.commit()
     engine.dispose()
@@ -178,14 +185,82 @@ def _body(i: int, problem: str) -> dict[str, Any]:
     }
 
 
-async def open_loop(base: str, key: str, rate: float, seconds: float, clients: int) -> dict[str, Any]:
+class RawClient:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams, for loopback load only.
+
+    httpx costs ~3 ms of CPU per request here; on a 2-core machine the load generator would
+    then take as much CPU as the server it measures. This one costs a fraction of that.
+    """
+
+    def __init__(self, base: str, headers: dict[str, str], timeout: float = 30) -> None:
+        url = httpx.URL(base)
+        self.host, self.port = url.host, url.port or 80
+        self.headers = headers
+        self.timeout = timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            f"Content-Length: {len(body)}",
+        ]
+        if body:
+            lines.append("Content-Type: application/json")
+        lines += [f"{k}: {v}" for k, v in {**self.headers, **(headers or {})}.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), self.timeout)
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        await self.reader.readexactly(length)
+        return status
+
+    async def get(self, path: str) -> int:
+        return await self.request("GET", path)
+
+    async def post(self, path: str, json: Any, headers: dict[str, str] | None = None) -> int:
+        import json as _json
+
+        return await self.request("POST", path, _json.dumps(json).encode(), headers)
+
+    async def aclose(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class HttpxClient:
+    def __init__(self, base: str, headers: dict[str, str]) -> None:
+        self.c = httpx.AsyncClient(
+            base_url=base, headers=headers, timeout=30, limits=httpx.Limits(max_connections=1)
+        )
+
+    async def get(self, path: str) -> int:
+        return (await self.c.get(path)).status_code
+
+    async def post(self, path: str, json: Any, headers: dict[str, str] | None = None) -> int:
+        return (await self.c.post(path, json=json, headers=headers)).status_code
+
+    async def aclose(self) -> None:
+        await self.c.aclose()
+
+
+async def open_loop(
+    base: str, key: str, rate: float, seconds: float, clients: int, kind: str = "raw"
+) -> dict[str, Any]:
     """Request i is due at t0 + i/rate and goes out on the next free client connection."""
     headers = {"Authorization": f"Bearer {key}"}
-    pool: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-    conns = [
-        httpx.AsyncClient(base_url=base, headers=headers, timeout=30, limits=httpx.Limits(max_connections=1))
-        for _ in range(clients)
-    ]
+    pool: asyncio.Queue[Any] = asyncio.Queue()
+    factory = RawClient if kind == "raw" else HttpxClient
+    conns = [factory(base, headers) for _ in range(clients)]
     for c in conns:
         pool.put_nowait(c)
     total = int(rate * seconds)
@@ -195,11 +270,13 @@ async def open_loop(base: str, key: str, rate: float, seconds: float, clients: i
     async def one(i: int, due: float) -> None:
         client = await pool.get()
         try:
-            r = await client.post(
-                "/v1/submissions", json=_body(i, "relu"), headers={"Idempotency-Key": f"bench-{i}-{uuid.uuid4().hex}"}
+            code = await client.post(
+                "/v1/submissions",
+                json=_body(i, "relu"),
+                headers={"Idempotency-Key": f"bench-{i}-{uuid.uuid4().hex}"},
             )
-            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
-        except httpx.HTTPError:
+            statuses[code] = statuses.get(code, 0) + 1
+        except (TimeoutError, httpx.HTTPError, OSError, asyncio.IncompleteReadError):
             statuses[0] = statuses.get(0, 0) + 1
         finally:
             latencies.append(time.perf_counter() - due)
@@ -224,6 +301,7 @@ async def open_loop(base: str, key: str, rate: float, seconds: float, clients: i
         "target_rate_per_s": rate,
         "requests": total,
         "clients": clients,
+        "client_kind": kind,
         "wall_s": round(wall, 3),
         "throughput_per_s": round(total / wall, 1),
         "status_counts": {str(k): v for k, v in sorted(statuses.items())},
@@ -256,14 +334,23 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=200.0, help="submissions per second (default 200)")
     ap.add_argument("--seconds", type=float, default=20.0, help="duration of the load phase (default 20)")
     ap.add_argument("--clients", type=int, default=32, help="concurrent client connections (default 32)")
+    ap.add_argument(
+        "--client", choices=("raw", "httpx"), default="raw", help="load generator's HTTP client (default raw)"
+    )
     ap.add_argument("--api-workers", type=int, default=2, help="uvicorn worker processes (default 2)")
     ap.add_argument("--batches", type=int, default=3, help="1,000-item batches to time (default 3)")
     ap.add_argument(
         "--pg-admin-url",
-        default=os.environ.get("KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"),
+        default=os.environ.get(
+            "KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+        ),
     )
-    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/14", help="a Redis db this bench may flush")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "api_load.json"), help="'' to skip writing")
+    ap.add_argument(
+        "--redis-url", default="redis://127.0.0.1:6379/14", help="a Redis db this bench may flush"
+    )
+    ap.add_argument(
+        "--out", default=str(REPO / "bench" / "results" / "api_load.json"), help="'' to skip writing"
+    )
     args = ap.parse_args()
     if args.seconds * args.rate > 20_000:
         ap.error("keep --seconds x --rate at most 20,000 requests")
@@ -277,9 +364,10 @@ def main() -> int:
     api = start_api(db_url, args.redis_url, port, args.api_workers)
     base = f"http://127.0.0.1:{port}"
     try:
-        cpu0, load0 = _tree_cpu_s(api.pid), os.getloadavg()[0]
-        load = asyncio.run(open_loop(base, key, args.rate, args.seconds, args.clients))
+        cpu0, own0, load0 = _tree_cpu_s(api.pid), time.process_time(), os.getloadavg()[0]
+        load = asyncio.run(open_loop(base, key, args.rate, args.seconds, args.clients, args.client))
         load["api_cpu_ms_per_request"] = round((_tree_cpu_s(api.pid) - cpu0) * 1000 / load["requests"], 2)
+        load["client_cpu_ms_per_request"] = round((time.process_time() - own0) * 1000 / load["requests"], 2)
         load["host_loadavg_1m_before_after"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         enqueued = rds.llen("eval.cpu")
         batches = batch_times(base, key, args.batches)
@@ -318,7 +406,8 @@ def main() -> int:
     print(
         f"load: {load['requests']} POSTs at {args.rate:.0f}/s target, {load['throughput_per_s']}/s achieved, "
         f"{accepted} accepted, {enqueued} enqueued; latency p50 {lat['p50']} ms, p90 {lat['p90']} ms, "
-        f"p99 {lat['p99']} ms, max {lat['max']} ms; API CPU {load['api_cpu_ms_per_request']} ms/request; "
+        f"p99 {lat['p99']} ms, max {lat['max']} ms; CPU per request: API {load['api_cpu_ms_per_request']} ms, "
+        f"load generator {load['client_cpu_ms_per_request']} ms; "
         f"load average {load['host_loadavg_1m_before_after']}"
     )
     print(f"batch of 1,000: {batches} s (median {statistics.median(batches)} s)")
