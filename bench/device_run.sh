@@ -31,9 +31,9 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
         2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-    for b in bench/eval_latency.py bench/reference_kernels.py bench/compile_latency.py; do
+    for b in ${BENCHES:-bench/eval_latency.py bench/reference_kernels.py bench/compile_latency.py}; do
         [ -f "$b" ] || continue
         name=$(basename "$b" .py)
-        python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -30
+        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -30
     done
 fi
