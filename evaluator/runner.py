@@ -183,11 +183,25 @@ class Runner:
                         f"the reference Model's forward raised {exception_line(exc)}"
                     ) from exc
 
+        # --- integrity (evaluator/integrity.py): snapshot before the candidate is imported ---
+        from evaluator import integrity
+
+        guard = integrity.Guard(extra=[sys.modules[__name__], Runner])
+        # ---
+
         with self.phase("load"):
             fn = self._load_candidate()
+        self.flags += guard.verify()  # integrity: patched at import?
 
         with self.phase("correctness"):
             correct = self._correctness(fn)
+        self.flags += guard.verify()  # integrity
+
+        # --- integrity: the call-based reward-hack checks, also for an incorrect candidate, so
+        # that a hack which breaks the numbers still carries the flag naming it ---
+        with self.phase("integrity"):
+            self._integrity(fn, correct, guard)
+        # ---
         if not correct:
             self.report.verdict = Verdict.INCORRECT
             return
@@ -197,6 +211,14 @@ class Runner:
                 if timing_inputs is None:
                     timing_inputs = self.make_inputs(job.seed)
                 self._time(fn, timing_inputs)
+            # --- integrity: the timer untouched, the time physically possible ---
+            self.flags += guard.verify()
+            if self.report.timing is not None:
+                flags, detail = integrity.roofline_flags(
+                    vars(self.problem), self.report.timing.median_ms, self.torch.device(self.dev)
+                )
+                self._add_integrity_flags(flags, {f: detail for f in flags})
+            # ---
 
         from evaluator.integrity import REJECTING_FLAGS, rejection_message
 
@@ -384,6 +406,49 @@ class Runner:
         if message:
             self.report.message = message
         return message is None
+
+    # -- integrity (evaluator/integrity.py) ----------------------------------------------------
+    def _integrity(self, fn: Callable[..., Any], correct: bool, guard: Any) -> None:
+        from evaluator import integrity
+
+        job = self.job
+        self.mark("integrity checks")
+        try:
+            with self.torch.no_grad():
+                checks = integrity.run_checks(
+                    fn,
+                    self.reference,
+                    self.make_inputs,
+                    device=self.torch.device(self.dev),
+                    seeds=(job.seed + 10_001, job.seed + 10_002),
+                    atol=job.settings.atol,
+                    rtol=job.settings.rtol,
+                    snapshot=guard.snapshot,
+                )
+        except ProblemFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self.flags += guard.verify()
+            if not correct:
+                return  # already incorrect; the checks add nothing a crash would tell
+            raise Stop(
+                Verdict.RUNTIME_ERROR,
+                f"the kernel raised {exception_line(exc)} (integrity checks)",
+                traceback.format_exc(),
+            ) from None
+        details = dict(checks.details)
+        if integrity.MONKEY_PATCHED in self.flags or integrity.MONKEY_PATCHED in checks.flags:
+            details[integrity.MONKEY_PATCHED] = ", ".join(guard.changed[:10]) or details.get(
+                integrity.MONKEY_PATCHED, ""
+            )
+        self._add_integrity_flags(checks.flags, details)
+
+    def _add_integrity_flags(self, flags: list[str], details: dict[str, str]) -> None:
+        for flag in flags:
+            if flag not in self.flags:
+                self.flags.append(flag)
+            if details.get(flag):
+                _log(f"integrity: {flag}: {details[flag]}")
 
     def _time(self, fn: Callable[..., Any], inputs: list[Any]) -> None:
         from evaluator.timing import time_callable
