@@ -108,10 +108,12 @@ def _failed(message: str, start: float) -> BuildOutput:
 def _child_env() -> dict[str, str]:
     """A scrubbed environment: only what the compilers and the child's Python need."""
     repo_root = Path(__file__).resolve().parents[2]
+    # The child imports exactly what the parent can (editable installs, wheels on PYTHONPATH).
+    import_path = [str(repo_root), *(p for p in sys.path if p and os.path.isdir(p))]
     env = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "LANG": "C.UTF-8",
-        "PYTHONPATH": str(repo_root),
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(import_path)),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     home = cuda.cuda_home()
