@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--compile-baseline", action="store_true", help="also time torch.compile (slow)")
     parser.add_argument("--build-workers", type=int, default=min(8, os.cpu_count() or 1))
+    parser.add_argument(
+        "--merge", action="store_true", help="keep rows of --out for kernels not run now (split long runs)"
+    )
     args = parser.parse_args(argv)
 
     jobs = _jobs(args.only, args.languages)
@@ -198,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         "rows": [],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.merge and args.out.exists():
+        running = {(p.name, lang) for p, lang, _ in jobs}
+        previous = json.loads(args.out.read_text()).get("rows", [])
+        doc["rows"] = [r for r in previous if (r["problem"], r["language"]) not in running]
     failures = 0
     for problem_entry, lang, path in jobs:
         problem = Problem.from_file(problem_entry.path)
@@ -225,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(doc, indent=2) + "\n")
     print()
     print_table(doc["rows"])
-    print(f"\n{len(jobs) - failures}/{len(jobs)} correct; results in {args.out}")
+    print(f"\n{len(jobs) - failures}/{len(jobs)} correct in this run; results in {args.out}")
     return 1 if failures else 0
 
 
