@@ -7,15 +7,17 @@ OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 what=${1:-all}
 export PYTHONUNBUFFERED=1
 
-# Missing pure-Python deps travel as wheels; bubblewrap as a .deb unpacked under /tmp.
+# Missing pure-Python deps travel as wheels, installed into a folder named site-packages (the
+# sandbox binds site-packages folders read-only, never arbitrary PYTHONPATH entries); bubblewrap
+# travels as a .deb unpacked under /tmp.
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
+        --target /opt/kjudge/site-packages .whl/*.whl || exit 1
 fi
 if ! command -v bwrap >/dev/null 2>&1 && ls .whl/deb/bubblewrap*.deb >/dev/null 2>&1; then
     dpkg -x .whl/deb/bubblewrap*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
 fi
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$PWD:/opt/kjudge/site-packages${PYTHONPATH:+:$PYTHONPATH}
 export KJUDGE_HOME=/tmp/kjudge-home
 
 {
