@@ -29,7 +29,7 @@ export KJUDGE_HOME=/tmp/kjudge-home
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
     gpu_dirs=$(ls -d tests/evaluator tests/build tests/integrity tests/adversarial tests/problems 2>/dev/null)
-    python3 -m pytest -m gpu -q -rA -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs \
+    python3 -m pytest -m gpu -q -rA ${PYTEST_ARGS:-} -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs \
         2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
