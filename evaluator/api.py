@@ -190,7 +190,7 @@ def _evaluate(
         candidate_path=candidate_path,
         entry=submission.entry,
         build=build,
-        native_cache_dir=cache_dir / "native",
+        native_cache_dir=cache_dir / "inline",  # sandbox: kernelbench builds apart from native ones
         device=torch_device(target),  # type: ignore[arg-type]
         target=target,
         trials=options.trials,
@@ -214,7 +214,10 @@ def _evaluate(
         limits=limits,
         gpu=target.backend != Backend.CPU,
         env=env,
-        writable_paths=[cache_dir],
+        # --- sandbox: the candidate may write only the caches its own builds need; baselines,
+        # probed targets and compiled native modules (other submissions') stay out of reach ---
+        readonly_paths=_readonly_for_run(build),
+        writable_paths=_writable_for_run(cache_dir),
     )
     durations["run"] = run.wall_s
     logs = Logs(compile=compile_log, run=_run_log(run))
@@ -270,6 +273,24 @@ def _evaluate(
     )
     durations.update(report.durations_s)
     return _finish(problem, result, durations, started)
+
+
+# Cache subdirectories a run may write (child_env points the toolchains at them). A candidate can
+# leave files there that a later candidate's build of the same key picks up: docs/integrity.md.
+RUN_WRITABLE_CACHES = ("inline", "triton", "inductor", "torch_extensions")
+
+
+def _writable_for_run(cache_dir: Path) -> list[Path]:
+    dirs = [cache_dir / name for name in RUN_WRITABLE_CACHES]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    return dirs
+
+
+def _readonly_for_run(build: object) -> list[Path]:
+    """The one compiled module this run loads (not the whole cache of other submissions')."""
+    module_path = getattr(build, "module_path", None)
+    return [Path(module_path).parent] if module_path else []
 
 
 def _finish(problem: Problem, result: Result, durations: dict[str, float], started: float) -> Result:
