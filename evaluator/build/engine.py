@@ -8,6 +8,7 @@ the host compiler. A light device unit that fails is retried once with the real 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,12 @@ from evaluator.targets import cuda, rocm
 from evaluator.targets.hip_on_cuda import SHIM_HEADER
 
 SHADOW_INCLUDE = Path(__file__).parent / "shadow"
+# How nvcc/hipcc report a name the light <torch/extension.h> may lack (torch::nn, py::, ...).
+# Only then is the unit retried with the real header: a syntax error is not retried.
+_MISSING_DECLARATION = re.compile(
+    r"has no member|is not a member|is undefined|was not declared|not declared in this scope|"
+    r"incomplete type|no template named|unknown type name|does not name a type"
+)
 
 
 class _Deadline:
@@ -155,7 +162,10 @@ def compile_to(
     units = spec.units
     objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
     log = _format_log(results)
-    light_failed = any(not results[u.name][0] and u.light_torch for u in units)
+    light_failed = any(
+        not results[u.name][0] and u.light_torch and _MISSING_DECLARATION.search(results[u.name][1])
+        for u in units
+    )
     if light_failed and spec.fallback_units is not None:
         log += "== retrying with the full <torch/extension.h>\n"
         units = spec.fallback_units
