@@ -194,3 +194,19 @@ def test_rocm_passthrough_pins_arch_and_build_dir(
     assert calls[0]["arch"] == "gfx942"
     assert str(calls[0]["build_directory"]).startswith(str(tmp_path))
     assert calls[0]["build_directory"] == calls[1]["build_directory"]  # same content, same directory
+
+
+@pytest.mark.parametrize(
+    ("log", "retry"),
+    [
+        ('submission.cu(9): error: namespace "torch" has no member "nn"', True),
+        ('submission.cu(4): error: identifier "py" is undefined', True),
+        ("submission.cu:4:3: error: 'pybind11' was not declared in this scope", True),
+        ('submission.cu(7): error: expected a ";"', False),
+        ("submission.cu(2): error: too few arguments in function call", False),
+    ],
+)
+def test_light_units_are_retried_only_for_missing_declarations(log: str, retry: bool) -> None:
+    from evaluator.build.engine import _MISSING_DECLARATION
+
+    assert bool(_MISSING_DECLARATION.search(log)) is retry
