@@ -480,18 +480,24 @@ def refill_inputs(dst: Sequence[Any], src: Sequence[Any]) -> None:
         d.copy_(s)
 
 
-def poison_free_memory(device: torch.device, value: float) -> None:
-    """Fill the caching allocator's free blocks with `value` (GPU only; a CPU allocator hands
-    back fresh pages for large tensors, so there is nothing to poison there)."""
+def poison_free_memory(device: torch.device, value: float, block_bytes: int) -> None:
+    """Fill the caching allocator's free blocks that an allocation of `block_bytes` could be
+    carved from with `value` (GPU only; a CPU allocator hands back fresh pages for large
+    tensors). Allocating blocks of exactly that size walks the best-fit free list the way the
+    candidate's own `torch.empty` would, until the cache has no fitting block left."""
     if device.type != "cuda":
         return
-    free, _ = torch.cuda.mem_get_info(device)
-    reserved_free = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    nbytes = max(reserved_free, min(free // 2, 1 << 30))
+    block_bytes = max(block_bytes, 512)
+    blocks: list[torch.Tensor] = []
     with contextlib.suppress(torch.cuda.OutOfMemoryError, RuntimeError):
-        block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+        for _ in range(64):
+            reserved = torch.cuda.memory_reserved(device)
+            blocks.append(torch.empty(block_bytes // 4, dtype=torch.float32, device=device))
+            if torch.cuda.memory_reserved(device) > reserved:
+                break  # fresh device memory: every cached block that fits is already taken
+    for block in blocks:
         block.fill_(value)
-        del block
+    del blocks
 
 
 @dataclass
@@ -550,9 +556,12 @@ def check_recycled_memory(
     """recycled_memory when the outputs for the same inputs depend on what freed memory held."""
     if device.type != "cuda":
         return []
+    sizes = [t.untyped_storage().nbytes() for t in tensors_of(candidate(*inputs))]
+    _sync_all(device)
     results = []
     for value in (float("nan"), 1234.5):
-        poison_free_memory(device, value)
+        for size in sorted(set(sizes), reverse=True):
+            poison_free_memory(device, value, size)
         results.append(clone_all(candidate(*inputs)))
         _sync_all(device)
     return [] if same_values(results[0], results[1]) else [RECYCLED_MEMORY]

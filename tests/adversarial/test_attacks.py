@@ -102,6 +102,16 @@ def test_host_attack(
     _next_is_correct(options)
 
 
+def test_shared_cache_untouched_by_a_run(options: EvalOptions) -> None:
+    # write_outside.py also writes into the shared cache's root, native modules, probed targets
+    # and baselines: nothing of it may reach the host.
+    result = _evaluate("write_outside.py", options)
+    assert result.verdict == Verdict.CORRECT, (result.message, result.logs.run[-2000:])
+    cache = options.resolved_cache_dir()
+    pwned = [p for p in cache.rglob("*pwned*")]
+    assert pwned == [], pwned
+
+
 @pytest.mark.parametrize(("name", "verdict"), COMPILE_BOMBS, ids=[a[0] for a in COMPILE_BOMBS])
 def test_compile_bomb(name: str, verdict: Verdict, options: EvalOptions) -> None:
     result = _evaluate(name, options, Language.CPP)
