@@ -27,7 +27,7 @@ from evaluator.languages.infer import infer_language
 from evaluator.languages.precheck import precheck
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
-from evaluator.result import Backend, Baseline, Language, Logs, Result, Speedup, Status, Verdict
+from evaluator.result import Backend, Baseline, Language, Logs, Result, Speedup, Status, Target, Verdict
 from evaluator.runner import RunJob, RunReport
 from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
 from evaluator.targets import cpu as cpu_target_module
@@ -205,6 +205,14 @@ def _evaluate(
     notify(Status.RUNNING)
     env = child_env(scratch, cache_dir, target.backend)
     limits = Limits(wall_s=options.run_timeout_s, cpu_s=int(options.run_timeout_s * 8) + 60)
+    # --- integrity: baselines come from a child that never loads the candidate ---
+    trusted: RunReport | None = None
+    if to_measure:
+        t = time.monotonic()
+        trusted = _measure_baselines(job, scratch, limits, env, target, cache_dir)
+        durations["baselines_child"] = time.monotonic() - t
+        job = job.model_copy(update={"baselines": []})
+    # ---
     job_path = scratch / "job.json"
     job = job.model_copy(update={"spawned_at": time.time()})
     job_path.write_text(job.model_dump_json())
@@ -229,18 +237,18 @@ def _evaluate(
             forget_probe(options.device, probe_env, cache_dir)
         raise EvaluationError("the evaluation child failed inside kjudge:\n" + report.internal_error)
 
-    measured = report.baselines
-    if measured and report.target is not None:
+    measured = trusted.baselines if trusted is not None else {}  # never the candidate's report's
+    if measured and trusted is not None and trusted.target is not None:
         cache.store(
             baselines.BaselineEntry(
                 eager_ms=measured.get("eager_ms"),
                 compile_ms=measured.get("compile_ms"),
-                device=report.target.device,
-                torch_version=report.torch_version or torch_version,
+                device=trusted.target.device,
+                torch_version=trusted.torch_version or torch_version,
                 problem_id=problem.id,
             )
         )
-        cached = cache.load(problem.id, report.target.device, report.torch_version or torch_version)
+        cached = cache.load(problem.id, trusted.target.device, trusted.torch_version or torch_version)
     baseline = None
     if options.baselines:
         eager = measured.get("eager_ms", cached.eager_ms if cached else None)
@@ -273,6 +281,36 @@ def _evaluate(
     )
     durations.update(report.durations_s)
     return _finish(problem, result, durations, started)
+
+
+def _measure_baselines(
+    job: RunJob, scratch: Path, limits: Limits, env: dict[str, str], target: Target, cache_dir: Path
+) -> RunReport | None:
+    """Time the reference (eager / torch.compile) in a sandboxed child that stops before the
+    candidate would be loaded. None when it failed; the candidate run then reports the problem's
+    own failure (it builds the same reference first)."""
+    bjob = job.model_copy(
+        update={
+            "baselines_only": True,
+            "report_path": scratch / "baselines-report.json",
+            "phase_path": scratch / "baselines-phase",
+            "spawned_at": time.time(),
+        }
+    )
+    bjob_path = scratch / "baselines-job.json"
+    bjob_path.write_text(bjob.model_dump_json())
+    run_sandboxed(
+        [sys.executable, "-m", "evaluator.runner", str(bjob_path)],
+        scratch=scratch,
+        limits=limits,
+        gpu=target.backend != Backend.CPU,
+        env=env,
+        writable_paths=_writable_for_run(cache_dir),
+    )
+    report = _read_report(bjob.report_path)
+    if report is None or report.internal_error or report.problem_error or not report.baselines:
+        return None
+    return report
 
 
 # Cache subdirectories a run may write (child_env points the toolchains at them). A candidate can

@@ -551,9 +551,14 @@ def check_stale_outputs(kept: Any, kept_values: Sequence[torch.Tensor], device: 
 
 
 def check_recycled_memory(
-    candidate: Callable[..., Any], inputs: Sequence[Any], device: torch.device
+    candidate: Callable[..., Any],
+    inputs: Sequence[Any],
+    device: torch.device,
+    atol: float = 1e-2,
+    rtol: float = 1e-2,
 ) -> list[str]:
-    """recycled_memory when the outputs for the same inputs depend on what freed memory held."""
+    """recycled_memory when the outputs for the same inputs depend on what freed memory held.
+    Compared within the tolerances: a kernel with atomics may differ in the last bits per run."""
     if device.type != "cuda":
         return []
     sizes = [t.untyped_storage().nbytes() for t in tensors_of(candidate(*inputs))]
@@ -564,7 +569,7 @@ def check_recycled_memory(
             poison_free_memory(device, value, size)
         results.append(clone_all(candidate(*inputs)))
         _sync_all(device)
-    return [] if same_values(results[0], results[1]) else [RECYCLED_MEMORY]
+    return [] if close(results[0], results[1], atol, rtol) else [RECYCLED_MEMORY]
 
 
 # --------------------------------------------------------------------------------------------
@@ -659,7 +664,7 @@ def run_checks(
         report.add(check_repeat_storage(candidate, inputs_b))
     else:
         del out_a, kept_values
-    report.add(check_recycled_memory(candidate, inputs_b, device))
+    report.add(check_recycled_memory(candidate, inputs_b, device, atol, rtol))
     if snapshot is not None:
         flags, changed = verify_snapshot(snapshot)
         report.add(flags, ", ".join(changed[:10]))

@@ -53,6 +53,9 @@ class RunJob(BaseModel):
     timing: TimingOptions
     measure_timing: bool = True
     baselines: list[str] = Field(default_factory=list)  # which to measure: "eager", "compile"
+    # integrity: measure the baselines and stop, never loading the candidate (api.py runs this
+    # child apart, so a candidate's forged report cannot poison the shared baseline cache)
+    baselines_only: bool = False
     report_path: Path
     phase_path: Path
     spawned_at: float  # time.time() in the parent just before the child started
@@ -182,6 +185,9 @@ class Runner:
                     raise ProblemFailure(
                         f"the reference Model's forward raised {exception_line(exc)}"
                     ) from exc
+
+        if job.baselines_only:
+            return
 
         # --- integrity (evaluator/integrity.py): snapshot before the candidate is imported ---
         from evaluator import integrity
