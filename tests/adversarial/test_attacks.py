@@ -90,6 +90,7 @@ def _next_is_correct(options: EvalOptions) -> None:
 def test_host_attack(
     name: str, verdicts: set[Verdict], wall_s: int, options: EvalOptions, canary_env: None
 ) -> None:
+    before = _children()
     result = _evaluate(name, options.model_copy(update={"run_timeout_s": wall_s}))
     assert result.verdict in verdicts, (result.verdict, result.message, result.logs.run[-3000:])
     assert "ATTACK SUCCEEDED" not in _everything(result)
@@ -97,8 +98,10 @@ def test_host_attack(
     if result.verdict != Verdict.CORRECT:
         assert result.message  # says what stopped it
     assert len(result.logs.run) < 2 << 20  # floods are capped
-    # Nothing the attack made survives on the host: its scratch dir is gone.
+    # Nothing the attack made survives on the host: its scratch dir is gone, and no process it
+    # started (a fork bomb's children, a detached sleeper) is left under this worker.
     assert options.scratch_root is not None and list(options.scratch_root.iterdir()) == []
+    assert _children() <= before, _children() - before
     _next_is_correct(options)
 
 
@@ -120,11 +123,8 @@ def test_compile_bomb(name: str, verdict: Verdict, options: EvalOptions) -> None
     _next_is_correct(options)
 
 
-def test_worker_processes_are_all_gone(options: EvalOptions) -> None:
-    # After bombs and floods, no sandboxed process is left running under this worker.
-    _evaluate("fork_bomb.py", options)
-    children = [p for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == os.getpid()]
-    assert children == []
+def _children() -> set[int]:
+    return {int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == os.getpid()}
 
 
 def _ppid(pid: int) -> int:
