@@ -14,6 +14,7 @@ further user namespaces, and dies with its parent.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import os
@@ -122,7 +123,20 @@ def python_paths() -> list[Path]:
     return [p for p in paths if p.exists() and p not in _NEVER_BIND]
 
 
+@functools.cache
+def _ensure_nvidia_nodes() -> None:
+    """Create /dev/nvidia-uvm (and nvidia0) if the driver has not yet: normally the first CUDA
+    process does it through the setuid nvidia-modprobe, which cannot work inside the sandbox, and
+    kjudge's parent never initializes CUDA itself."""
+    if os.path.exists("/dev/nvidiactl") and not os.path.exists("/dev/nvidia-uvm"):
+        exe = shutil.which("nvidia-modprobe")
+        if exe:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run([exe, "-u", "-c=0"], capture_output=True, timeout=30, check=False)
+
+
 def gpu_device_nodes() -> list[str]:
+    _ensure_nvidia_nodes()
     nodes = sorted(glob.glob("/dev/nvidia*"))  # nvidiactl, nvidia-uvm(-tools), nvidia0..N, -modeset, -caps
     nodes += [p for p in ("/dev/kfd", "/dev/dri") if os.path.exists(p)]
     return nodes
