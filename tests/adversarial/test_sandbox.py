@@ -303,3 +303,19 @@ def test_concurrent_runs_are_isolated(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert all(r.returncode == 0 and r.stdout.strip().endswith("False") for r in results), results
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_gpu_visible_only_when_asked(tmp_path: Path) -> None:
+    # torch.cuda.is_available() in this (the worker's) process initialized nothing the child needs.
+    code = "import torch, os; print(torch.cuda.is_available(), sorted(d for d in os.listdir('/dev') if 'nvidia' in d or d in ('kfd', 'dri')))"
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}
+    with_gpu = run_sandboxed(
+        [sys.executable, "-c", code], scratch=tmp_path, limits=Limits(wall_s=120), gpu=True, env=env
+    )
+    assert with_gpu.returncode == 0 and with_gpu.stdout.startswith("True"), with_gpu
+    without = run_sandboxed(
+        [sys.executable, "-c", code], scratch=tmp_path, limits=Limits(wall_s=120), gpu=False, env=env
+    )
+    assert without.returncode == 0 and without.stdout.startswith("False []"), without
