@@ -34,6 +34,8 @@ import sqlalchemy as sa
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.provenance import commit  # noqa: E402
+
 PROBLEM_SOURCE = (
     "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
     "        return torch.relu(x)\n\n\ndef get_inputs():\n    return [torch.randn(4096)]\n\n\n"
@@ -86,15 +88,6 @@ def _host() -> dict[str, Any]:
         "cpu": cpu,
         "python": platform.python_version(),
     }
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def prepare_database(admin_url: str) -> tuple[str, str, str]:
@@ -385,7 +378,7 @@ def main() -> int:
     report = {
         "bench": "api_load",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "host": _host(),
         "setup": {
             "api": f"uvicorn api.app:create_app, {args.api_workers} worker processes, loopback",

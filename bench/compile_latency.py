@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.provenance import commit  # noqa: E402
 from evaluator.build import build_native, prepare_toolchain  # noqa: E402
 from evaluator.build.engine import compile_to  # noqa: E402
 from evaluator.build.native import plan  # noqa: E402
@@ -99,15 +99,6 @@ def _row(name: str, fn) -> dict:  # type: ignore[no-untyped-def]
     start = time.monotonic()
     ok = fn()
     return {"name": name, "seconds": round(time.monotonic() - start, 2), "ok": bool(ok)}
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
-        ).stdout.strip()
-    except OSError:
-        return "unknown"
 
 
 def _cpu_model() -> str:
@@ -182,7 +173,7 @@ def main() -> int:
     result = {
         "bench": "compile_latency",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "host": {
             "name": platform.node(),
             "cpu": _cpu_model(),

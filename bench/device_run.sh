@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything kjudge needs to check on a lent GPU machine, in one call (device time is scarce).
-# Usage on the device: bash bench/device_run.sh [tests|bench|all]   (carry .whl)
+# Usage on the device: KJUDGE_COMMIT=<sha> bash bench/device_run.sh [tests|bench|all]   (carry .whl)
 # Writes logs and JSON results under $OUT (or ./device-out when $OUT is unset).
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
@@ -27,15 +27,17 @@ export KJUDGE_HOME=/tmp/kjudge-home
     nproc
 } 2>&1 | tee "$OUT/env.txt"
 
-if [ "$what" = tests ] || [ "$what" = all ]; then
-    gpu_dirs=$(ls -d tests/evaluator tests/build tests/integrity tests/adversarial tests/problems 2>/dev/null)
-    python3 -m pytest -m gpu -q -rA ${PYTEST_ARGS:-} -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs \
-        2>&1 | tee "$OUT/gpu_tests.log" | tail -40
-fi
+# Benches first: reference_kernels builds every native kernel in parallel into the shared cache
+# ($KJUDGE_HOME), which the GPU tests then read instead of compiling one at a time.
 if [ "$what" = bench ] || [ "$what" = all ]; then
-    for b in ${BENCHES:-bench/eval_latency.py bench/reference_kernels.py bench/compile_latency.py}; do
+    for b in ${BENCHES:-bench/reference_kernels.py bench/eval_latency.py}; do
         [ -f "$b" ] || continue
         name=$(basename "$b" .py)
-        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -30
+        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -40
     done
+fi
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    gpu_dirs=$(ls -d ${TEST_DIRS:-tests/evaluator tests/build tests/integrity tests/adversarial tests/problems tests/service} 2>/dev/null)
+    timeout ${TEST_TIMEOUT:-1800} python3 -m pytest -m gpu -q -rfE ${PYTEST_ARGS:-} -p no:cacheprovider \
+        --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
 fi

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.provenance import commit  # noqa: E402
 from evaluator.api import evaluate  # noqa: E402
 from evaluator.options import EvalOptions, Submission, TimingOptions  # noqa: E402
 from evaluator.problem import Problem  # noqa: E402
@@ -74,18 +73,6 @@ PHASES = [
     ("run", "child wall time"),
     ("total", "total"),
 ]
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-        )
-        if out.returncode == 0:
-            return out.stdout.strip()
-    except OSError:
-        pass
-    return os.environ.get("KJUDGE_COMMIT", "unknown")
 
 
 def table(runs: dict[str, Result]) -> str:
@@ -145,7 +132,7 @@ def main() -> int:
         "device": device,
         "target": warm.target.model_dump(mode="json") if warm.target else None,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": commit(),
         "kernelbench_reference_s": {"built": 82.6, "with_compile": 139.8, "device": "H100"},
         "targets_s": {"built": 5.0, "with_compile": 30.0},
         "runs": {

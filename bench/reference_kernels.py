@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.provenance import commit  # noqa: E402
 from evaluator.api import evaluate  # noqa: E402
 from evaluator.options import EvalOptions, Submission  # noqa: E402
 from evaluator.problem import Problem  # noqa: E402
@@ -38,18 +38,6 @@ from problems.catalog import iter_builtin_problems  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "reference_kernels.json"
 LANGUAGES = {"hip": Language.HIP, "cuda": Language.CUDA, "triton": Language.TRITON}
-
-
-def _commit() -> str | None:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _jobs(only: list[str] | None, languages: list[str]) -> list[tuple[Any, str, Path]]:
@@ -194,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         "statistic": "median of L2-flushed device-event timings; speedup = eager median / kernel median",
         "sizes": "each problem's full size as defined in problems/level*/<name>.py",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "host": platform.node(),
         "torch": torch.__version__,
         "ceilings": ceilings.model_dump(mode="json") if ceilings is not None else None,
