@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evaluator import baselines
+from evaluator.ceilings import probe_ceilings
 from evaluator.languages import NATIVE_LANGUAGES
 from evaluator.languages.infer import infer_language
 from evaluator.languages.precheck import precheck
@@ -75,6 +76,29 @@ def child_env(scratch: Path, cache_dir: Path, backend: Backend | None) -> dict[s
     if backend is Backend.CPU:
         env |= cpu_target_module.CHILD_ENV
     return env
+
+
+def prepare(device: str, cache_dir: Path) -> list[str]:
+    """Worker start-up: learn the target, measure the device's ceilings and build the shared
+    precompiled header, so that none of it lands on the first candidate's clock. Best effort:
+    each step the first evaluation would otherwise do itself. Returns one log line per step."""
+    cache_dir = Path(cache_dir).expanduser().resolve()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kjudge-prepare-") as tmp:
+        env = child_env(Path(tmp), cache_dir, None)
+        target = probe_target(device, env, cache_dir)
+        lines.append(f"target {target.backend.value} {target.arch} {target.device}")
+        torch_version = baselines.installed_torch_version() or "unknown"
+        ceilings = probe_ceilings(target, env, cache_dir, torch_version)
+        if ceilings is not None:
+            lines.append(
+                f"ceilings: copy {ceilings.copy_gbps:.0f} GB/s, peak {ceilings.max_flops() / 1e12:.0f} TFLOP/s"
+            )
+    from evaluator.build import prepare_toolchain
+
+    lines.append(prepare_toolchain(cache_dir / "native").strip())
+    return lines
 
 
 def _verdict_result(
@@ -134,6 +158,12 @@ def _evaluate(
     t = time.monotonic()
     probe_env = child_env(scratch, cache_dir, None)
     target = probe_target(options.device, probe_env, cache_dir)
+    torch_version = baselines.installed_torch_version() or "unknown"
+    ceilings = (
+        probe_ceilings(target, probe_env, cache_dir, torch_version)
+        if options.measure_timing and target.backend != Backend.CPU
+        else None
+    )
     durations["probe"] = time.monotonic() - t
     base = {"target": target, "metadata": dict(submission.metadata)}
 
@@ -170,7 +200,6 @@ def _evaluate(
                 started,
             )
 
-    torch_version = baselines.installed_torch_version() or "unknown"
     cache = baselines.BaselineCache(cache_dir)
     cached = cache.load(problem.id, target.device, torch_version) if options.baselines else None
     want_compile = (
@@ -201,6 +230,7 @@ def _evaluate(
         report_path=scratch / "report.json",
         phase_path=scratch / "phase",
         spawned_at=time.time(),
+        ceilings=ceilings,
     )
     notify(Status.RUNNING)
     env = child_env(scratch, cache_dir, target.backend)
@@ -239,16 +269,19 @@ def _evaluate(
 
     measured = trusted.baselines if trusted is not None else {}  # never the candidate's report's
     if measured and trusted is not None and trusted.target is not None:
+        # Keyed as the next lookup keys it: the probed device and the installed torch's version
+        # (the child's torch.__version__ may spell it differently, "2.11.0+cu130" vs "2.11.0",
+        # which made every evaluation re-measure its baselines).
         cache.store(
             baselines.BaselineEntry(
                 eager_ms=measured.get("eager_ms"),
                 compile_ms=measured.get("compile_ms"),
-                device=trusted.target.device,
-                torch_version=trusted.torch_version or torch_version,
+                device=target.device,
+                torch_version=torch_version,
                 problem_id=problem.id,
             )
         )
-        cached = cache.load(problem.id, trusted.target.device, trusted.torch_version or torch_version)
+        cached = cache.load(problem.id, target.device, torch_version)
     baseline = None
     if options.baselines:
         eager = measured.get("eager_ms", cached.eager_ms if cached else None)
@@ -272,6 +305,7 @@ def _evaluate(
         timing=report.timing,
         baseline=baseline,
         speedup=speedup,
+        roofline=report.roofline,
         flags=flags,
         target=report.target or target,
         logs=logs,

@@ -30,6 +30,9 @@ from typing import Any
 
 import torch
 
+from evaluator.ceilings import Ceilings
+from evaluator.result import Roofline
+
 REFERENCE_OP_CALLED = "reference_op_called"
 SIDE_STREAM_WORK = "side_stream_work"
 OUTPUT_ALIASES_INPUT = "output_aliases_input"
@@ -703,22 +706,27 @@ _ROOFLINE_PREFILTER_BYTES_PER_S = 0.5e12
 
 
 def roofline_flags(
-    problem_namespace: dict[str, Any], median_ms: float | None, device: torch.device
-) -> tuple[list[str], str]:
+    problem_namespace: dict[str, Any],
+    median_ms: float | None,
+    device: torch.device,
+    ceilings: Ceilings | None = None,
+) -> tuple[list[str], str, Roofline | None]:
     """exceeds_roofline when the median beats the problem's minimum traffic (and FLOPs) at the
-    device's measured ceilings. GPU only; ceilings are measured only when the time is fast
-    enough to be in question (they cost about a second)."""
+    device's measured ceilings, plus the roofline report for the Result. GPU only. `ceilings`
+    come from the parent (measured once per device by a trusted child); without them they are
+    measured here, and only when the time is fast enough to be in question (about a second)."""
     if device.type != "cuda" or not median_ms:
-        return [], ""
+        return [], "", None
     from evaluator import roofline
 
     try:
         cost = roofline.problem_cost(problem_namespace, device="meta")
     except Exception as exc:  # noqa: BLE001  a problem the meta analysis cannot run: no verdict from it
-        return [], f"roofline skipped: {type(exc).__name__}"
-    if cost.bytes / (median_ms / 1e3) < _ROOFLINE_PREFILTER_BYTES_PER_S and not cost.flops:
-        return [], ""
-    ceilings = roofline.measure_ceilings(device)
+        return [], f"roofline skipped: {type(exc).__name__}", None
+    if ceilings is None:
+        if cost.bytes / (median_ms / 1e3) < _ROOFLINE_PREFILTER_BYTES_PER_S and not cost.flops:
+            return [], "", None
+        ceilings = roofline.measure_ceilings(device)
     flags = check_roofline(
         median_ms, cost.bytes, ceilings.bandwidth_bytes_per_s, cost.flops, ceilings.max_flops()
     )
@@ -726,4 +734,5 @@ def roofline_flags(
         f"median {median_ms:.4g} ms for {cost.bytes / 1e9:.3g} GB and {cost.flops / 1e9:.3g} GFLOP; "
         f"device copy {ceilings.copy_gbps:.0f} GB/s, peak {ceilings.max_flops() / 1e12:.0f} TFLOP/s"
     )
-    return flags, detail
+    report = roofline.roofline_report(median_ms, cost.bytes, cost.flops, ceilings, cost.dtype)
+    return flags, detail, report

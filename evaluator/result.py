@@ -87,6 +87,17 @@ class Logs(_Model):
     run: str = ""
 
 
+class Roofline(_Model):
+    """How close the candidate's median came to what the device allows for this problem."""
+
+    achieved_gbps: float
+    achieved_tflops: float
+    bound_ms: float = Field(description="max(min bytes / copy bandwidth, FLOPs / peak rate)")
+    fraction_of_bound: float = Field(description="bound_ms / median_ms; 1.0 is the roofline")
+    limiter: str = Field(description="'memory' or 'compute': which term sets the bound")
+    device: str
+
+
 class Result(_Model):
     id: str | None = None
     problem_id: str
@@ -98,6 +109,7 @@ class Result(_Model):
     timing: Timing | None = None
     baseline: Baseline | None = None
     speedup: Speedup | None = None
+    roofline: Roofline | None = None
     flags: list[str] = Field(default_factory=list)
     target: Target | None = None
     logs: Logs = Field(default_factory=Logs)

@@ -19,10 +19,10 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ import torch
 from pydantic import BaseModel, Field
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
+
+from evaluator.ceilings import Ceilings
+from evaluator.result import Roofline
 
 # ---------------------------------------------------------------------------------------------
 # Problem cost
@@ -182,56 +185,9 @@ def measure_cost(model: torch.nn.Module, inputs: Sequence[Any]) -> ProblemCost:
 # Device ceilings
 
 
-class Ceilings(BaseModel):
-    """What one device measurably sustains. Rates are TFLOP/s of dense square matmuls, which on
-    GPUs are the practical peaks (fp32 without TF32 is the CUDA-core / vector rate)."""
-
-    device: str
-    backend: str
-    copy_gbps: float = Field(description="device-to-device copy, counting bytes read + written")
-    fp32_tflops: float = Field(description="fp32 matmul without TF32: the vector (FMA) rate")
-    tf32_tflops: float | None = None
-    fp16_tflops: float | None = None
-    bf16_tflops: float | None = None
-    torch_version: str = Field(default_factory=lambda: torch.__version__)
-    measured_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
-    seconds: float = 0.0
-
-    @property
-    def bandwidth_bytes_per_s(self) -> float:
-        return self.copy_gbps * 1e9
-
-    def peak_flops(self, dtype: str | torch.dtype = "float32") -> float:
-        """FLOP/s ceiling for work in `dtype`: the fastest rate a correct kernel may use
-        (an fp32 problem may legitimately use TF32 tensor cores within its tolerance)."""
-        name = str(dtype).removeprefix("torch.")
-        rates = {
-            "float32": [self.fp32_tflops, self.tf32_tflops],
-            "float16": [self.fp16_tflops, self.fp32_tflops],
-            "bfloat16": [self.bf16_tflops, self.fp32_tflops],
-        }.get(name, [self.fp32_tflops])
-        return max(r for r in rates if r is not None) * 1e12
-
-    def max_flops(self) -> float:
-        """The fastest rate of any precision: the integrity bound (no correct kernel beats it)."""
-        rates = [self.fp32_tflops, self.tf32_tflops, self.fp16_tflops, self.bf16_tflops]
-        return max(r for r in rates if r is not None) * 1e12
-
-
-class RooflineReport(BaseModel):
-    """How close a measured time came to the roofline bound."""
-
-    achieved_gbps: float
-    achieved_tflops: float
-    bound_ms: float = Field(description="max(bytes / bandwidth, flops / peak rate)")
-    fraction_of_bound: float = Field(description="bound_ms / median_ms; 1.0 is the roofline")
-    limiter: str = Field(description="'memory' or 'compute': which term sets the bound")
-    device: str
-
-
 def roofline_report(
     median_ms: float, bytes_moved: float, flops: float, ceilings: Ceilings, dtype: str = "float32"
-) -> RooflineReport:
+) -> Roofline:
     """Achieved bandwidth and FLOP/s of a kernel that took `median_ms`, and the fraction of the
     roofline bound it reached (>1 would mean faster than the device allows: see integrity)."""
     if median_ms <= 0:
@@ -240,7 +196,7 @@ def roofline_report(
     memory_s = bytes_moved / ceilings.bandwidth_bytes_per_s
     compute_s = flops / ceilings.peak_flops(dtype)
     bound_s = max(memory_s, compute_s)
-    return RooflineReport(
+    return Roofline(
         achieved_gbps=bytes_moved / seconds / 1e9,
         achieved_tflops=flops / seconds / 1e12,
         bound_ms=bound_s * 1e3,
@@ -340,6 +296,7 @@ def _measure(device: torch.device) -> Ceilings:
         tf32_tflops=tf32,
         fp16_tflops=half,
         bf16_tflops=bf16,
+        torch_version=torch.__version__,
         seconds=time.perf_counter() - started,
     )
 
@@ -387,3 +344,16 @@ def measure_ceilings(
         tmp.write_text(json.dumps(stored, indent=2))
         tmp.replace(path)  # atomic: several workers may share the cache dir
     return ceilings
+
+
+def main(argv: list[str]) -> int:
+    """`python -m evaluator.roofline cuda|cpu`: measure this device, print its Ceilings as JSON."""
+    if len(argv) != 1 or argv[0] not in ("cuda", "cpu"):
+        print("usage: python -m evaluator.roofline cuda|cpu", file=sys.stderr)
+        return 2
+    print(measure_ceilings(argv[0]).model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

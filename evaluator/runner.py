@@ -28,9 +28,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from evaluator.build.models import BuildOutput
+from evaluator.ceilings import Ceilings
 from evaluator.options import TimingOptions
 from evaluator.problem import ProblemSettings
-from evaluator.result import Correctness, Language, Target, Timing, Verdict
+from evaluator.result import Correctness, Language, Roofline, Target, Timing, Verdict
 
 PROBLEM_MODULE = "kjudge_problem"
 INPUT_MODIFIED = "input_modified"
@@ -59,6 +60,8 @@ class RunJob(BaseModel):
     report_path: Path
     phase_path: Path
     spawned_at: float  # time.time() in the parent just before the child started
+    # the device's ceilings, measured once by a trusted child (evaluator/ceilings.py)
+    ceilings: Ceilings | None = None
 
 
 class RunReport(BaseModel):
@@ -72,6 +75,7 @@ class RunReport(BaseModel):
     torch_version: str | None = None
     correctness: Correctness | None = None
     timing: Timing | None = None
+    roofline: Roofline | None = None
     baselines: dict[str, float] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
     compile_log: str = ""
@@ -220,9 +224,13 @@ class Runner:
             # --- integrity: the timer untouched, the time physically possible ---
             self.flags += guard.verify()
             if self.report.timing is not None:
-                flags, detail = integrity.roofline_flags(
-                    vars(self.problem), self.report.timing.median_ms, self.torch.device(self.dev)
-                )
+                with self.phase("roofline"):
+                    flags, detail, self.report.roofline = integrity.roofline_flags(
+                        vars(self.problem),
+                        self.report.timing.median_ms,
+                        self.torch.device(self.dev),
+                        job.ceilings,
+                    )
                 self._add_integrity_flags(flags, {f: detail for f in flags})
             # ---
 

@@ -3,7 +3,8 @@
 Connected by worker.tasks (imported only by worker processes):
 - worker_process_init (each pool child): drop the database connections inherited over fork.
 - worker_ready (main process): start one background thread that heartbeats the `workers` row
-  and runs the reconciler periodically.
+  and runs the reconciler periodically; on a GPU worker, prepare the device once (probe,
+  ceilings, precompiled header).
 - worker_shutdown (main process): stop the thread and mark the worker offline.
 """
 
@@ -95,11 +96,29 @@ def _on_process_init(**_: Any) -> None:
     get_engine().dispose(close=False)
 
 
+def _prepare_device(wsettings: WorkerSettings) -> None:
+    """Probe the GPU, measure its ceilings and build the precompiled header once, at start-up
+    (the evaluator caches each on disk), so the first job does not pay for them."""
+    from api.settings import get_settings
+    from evaluator.api import prepare
+
+    try:
+        for line in prepare(wsettings.eval_device, get_settings().home_dir / "cache"):
+            log.info("worker prepared: %s", line)
+    except Exception as exc:
+        log.warning("worker preparation failed (the first job will do it): %s", exc)
+
+
 def _on_ready(sender: Any = None, **_: Any) -> None:
     global _loop
     app = sender.app if sender is not None else None
-    _loop = BackgroundLoop(app, get_worker_settings())
+    wsettings = get_worker_settings()
+    _loop = BackgroundLoop(app, wsettings)
     _loop.start()
+    if wsettings.backend != "cpu":
+        threading.Thread(
+            target=_prepare_device, args=(wsettings,), name="kjudge-prepare", daemon=True
+        ).start()
 
 
 def _on_shutdown(**_: Any) -> None:

@@ -138,7 +138,6 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
 
 def _evaluate(claimed: store.Claim) -> Result:
     from evaluator.api import evaluate
-
     from evaluator.options import EvalOptions, Submission
     from evaluator.problem import Problem, ProblemError
 

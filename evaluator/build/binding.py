@@ -90,12 +90,18 @@ def entry_declaration(source: str, entry: str) -> str | None:
         prefix_start = 0
         for m in _DECL_START.finditer(code, 0, start):
             prefix_start = m.end()
-        return_type = " ".join(source[prefix_start:start].split())
+        # From the masked text: a comment above the definition is not part of its return type.
+        return_type = " ".join(code[prefix_start:start].split())
         if not return_type or _NOT_RETURN_TYPE.search(return_type) or "extern" in return_type:
             return None
         return_type = re.sub(r"\b(inline|__host__|__forceinline__)\b", " ", return_type)
         return_type = " ".join(return_type.split())
-        params = " ".join(source[open_index + 1 : close].split())
+        # Masked text drops comments between parameters; with a string default it would also
+        # blank the string, so then the source's own text is kept.
+        masked = code[open_index + 1 : close]
+        params = " ".join(
+            (source[open_index + 1 : close] if '"' in masked or "'" in masked else masked).split()
+        )
         return f"{return_type} {entry}({params})"
     return None
 

@@ -94,3 +94,45 @@ def test_defines_function_ignores_comments() -> None:
     assert not binding.defines_function(
         "// forward(x)\ntorch::Tensor run(torch::Tensor x) { return x; }", "forward"
     )
+
+
+def test_comments_above_and_inside_the_definition_are_not_part_of_the_declaration() -> None:
+    # Found on the H200: a `// forward(x, w): …` line above the entry went into the binding
+    # unit's declaration and every such reference kernel failed to compile.
+    src = (
+        "void helper() {}\n\n// forward(x, weight): the input, then the state_dict() tensor.\n"
+        "torch::Tensor forward(torch::Tensor x, /* rows */ torch::Tensor weight) {\n  return x;\n}\n"
+    )
+    assert (
+        binding.entry_declaration(src, "forward")
+        == "torch::Tensor forward(torch::Tensor x, torch::Tensor weight)"
+    )
+
+
+def test_string_defaults_keep_their_text() -> None:
+    src = 'torch::Tensor forward(torch::Tensor x, std::string mode = "fast") {\n  return x;\n}\n'
+    assert (
+        binding.entry_declaration(src, "forward")
+        == 'torch::Tensor forward(torch::Tensor x, std::string mode = "fast")'
+    )
+
+
+def test_every_shipped_native_kernel_has_a_repeatable_declaration() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sources = sorted(
+        [
+            *root.glob("problems/kernels/*/*.hip"),
+            *root.glob("problems/kernels/*/*.cu"),
+            *root.glob("examples/*/*.hip"),
+            *root.glob("examples/*/*.cu"),
+        ]
+    )
+    assert sources
+    for path in sources:
+        declaration = binding.entry_declaration(path.read_text(), "forward")
+        if declaration is None:
+            continue  # the binding is appended to the source itself: nothing to repeat
+        assert "//" not in declaration and "/*" not in declaration, (path, declaration)
+        assert declaration.startswith(("torch::Tensor forward(", "at::Tensor forward(")), (path, declaration)

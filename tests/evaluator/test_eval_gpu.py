@@ -45,6 +45,11 @@ def test_example_correct_on_gpu(gpu_options: EvalOptions, name: str) -> None:
     assert result.speedup is not None and result.speedup.vs_eager and result.speedup.vs_compile
     assert result.correctness is not None and result.correctness.passed == 3
     assert "side_stream_work" not in result.flags
+    # The roofline report, from the ceilings the parent measured once for this device.
+    roof = result.roofline
+    assert roof is not None and roof.device == result.target.device
+    assert roof.limiter == "memory" and roof.achieved_gbps > 0 and 0 < roof.fraction_of_bound < 1.5
+    assert "roofline" in result.durations_s and result.durations_s["roofline"] < 1.0
 
 
 @pytest.mark.parametrize(
