@@ -38,6 +38,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
     gpu_dirs=$(ls -d ${TEST_DIRS:-tests/evaluator tests/build tests/integrity tests/adversarial tests/problems tests/service} 2>/dev/null)
-    timeout ${TEST_TIMEOUT:-1800} python3 -m pytest -m gpu -q -rfE ${PYTEST_ARGS:-} -p no:cacheprovider \
-        --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+    # SIGINT at the time limit: pytest (and xdist) still print which tests failed and why, where a
+    # plain kill would leave only a line of dots.
+    timeout -s INT -k 30 ${TEST_TIMEOUT:-1800} python3 -m pytest -m gpu -rfE --tb=short ${PYTEST_ARGS:--q} \
+        -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
 fi

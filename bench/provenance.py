@@ -10,8 +10,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def commit() -> str:
-    """The checked-out commit; on a machine that got the tree without .git (the lent GPU),
-    the caller passes it as KJUDGE_COMMIT."""
+    """KJUDGE_COMMIT when given (the lent GPU gets a copy of the tree whose .git may name an
+    older commit), else the checked-out commit."""
+    if os.environ.get("KJUDGE_COMMIT"):
+        return os.environ["KJUDGE_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
@@ -20,4 +22,4 @@ def commit() -> str:
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("KJUDGE_COMMIT", "unknown")
+    return "unknown"

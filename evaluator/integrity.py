@@ -26,6 +26,7 @@ import time
 import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -132,11 +133,8 @@ def _owners(extra: Sequence[Any]) -> list[Any]:
 def take_snapshot(extra: Sequence[Any] = ()) -> Snapshot:
     """Record every callable attribute of torch, Tensor, the timers and the `extra` modules
     (the runner passes its correctness/timing modules and itself)."""
-    # torch patches itself when some submodules load (torch._dynamo wraps torch.manual_seed,
-    # and the profiler pulls it in): load them first so that only the candidate's changes show.
-    for name in ("torch._dynamo", "torch.profiler"):
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
+    # torch patches itself when torch._dynamo loads (it wraps torch.manual_seed): rather than
+    # importing dynamo here (1.7 s, on every evaluation), verify accepts torch's own wrapper.
     snap = Snapshot()
     for owner in _owners(extra):
         label = getattr(owner, "__name__", type(owner).__name__)
@@ -157,7 +155,7 @@ def verify_snapshot(snap: Snapshot, *, restore: bool = True) -> tuple[list[str],
     changed: list[str] = []
     for key, (owner, value) in snap.attrs.items():
         current = _lookup(owner, key[1])
-        if current is not value:
+        if current is not value and not _torch_wrapper_of(current, value):
             changed.append(snap.names[key])
             if restore:
                 _restore_attr(owner, key[1], value)
@@ -174,6 +172,20 @@ def verify_snapshot(snap: Snapshot, *, restore: bool = True) -> tuple[list[str],
 
 
 _MISSING = object()
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+def _torch_wrapper_of(current: Any, original: Any) -> bool:
+    """torch's own decorator around the original (torch._dynamo wraps torch.manual_seed when it
+    loads): the wrapper's code lives in torch's package and wraps exactly the original."""
+    if getattr(current, "__wrapped__", None) is not original:
+        return False
+    code = getattr(current, "__code__", None)
+    filename = getattr(code, "co_filename", "")
+    try:
+        return str(Path(filename).resolve()).startswith(_TORCH_DIR + "/")
+    except (OSError, ValueError):
+        return False
 
 
 def _attributes(owner: Any) -> list[tuple[str, Any]]:

@@ -196,7 +196,8 @@ class Runner:
         # --- integrity (evaluator/integrity.py): snapshot before the candidate is imported ---
         from evaluator import integrity
 
-        guard = integrity.Guard(extra=[sys.modules[__name__], Runner])
+        with self.phase("guard"):
+            guard = integrity.Guard(extra=[sys.modules[__name__], Runner])
         # ---
 
         with self.phase("load"):
