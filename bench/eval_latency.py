@@ -142,7 +142,7 @@ def main() -> int:
     print(table(runs))
     if built.timing and built.baseline:
         print(
-            f"\ncandidate median {built.timing.median_ms:.3f} ms (n={built.timing.n}, L2 flushed); "
+            f"\ncandidate median {built.timing.median_ms:.3f} ms (n={built.timing.n}, L2 flushed: {built.timing.l2_flushed}); "
             f"eager {built.baseline.eager_ms} ms; torch.compile {built.baseline.compile_ms} ms"
         )
     report = {
