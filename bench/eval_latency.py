@@ -79,6 +79,7 @@ PHASES = [
     ("integrity", "integrity checks"),
     ("timing", "timing (100 trials)"),
     ("roofline", "roofline report"),
+    ("exit", "child exit + sandbox teardown"),
     ("run", "child wall time"),
     ("total", "total"),
 ]

@@ -258,8 +258,11 @@ def _evaluate(
         writable_paths=_writable_for_run(cache_dir),
     )
     durations["run"] = run.wall_s
+    run_ended = time.time()
     logs = Logs(compile=compile_log, run=_run_log(run))
     report = _read_report(job.report_path)
+    if report is not None and report.finished_at:
+        durations["exit"] = max(0.0, run_ended - report.finished_at)
     if report is None:
         return _finish(problem, _no_report(problem, run, limits, job, logs, base), durations, started)
     if report.internal_error:

@@ -82,6 +82,8 @@ class RunReport(BaseModel):
     durations_s: dict[str, float] = Field(default_factory=dict)
     internal_error: str | None = None
     target_mismatch: bool = False
+    finished_at: float | None = None  # time.time() as the report was written: the parent's
+    # wall time after it is the child's exit (device context teardown) and the sandbox's
 
 
 class Stop(Exception):
@@ -492,6 +494,7 @@ def main(argv: list[str]) -> int:
         return 2
     job = RunJob.model_validate_json(Path(argv[0]).read_text())
     report = Runner(job).run()
+    report.finished_at = time.time()
     tmp = job.report_path.with_suffix(".tmp")
     tmp.write_text(report.model_dump_json())
     tmp.replace(job.report_path)
