@@ -143,7 +143,7 @@ def test_python_candidates(cpu_options: EvalOptions, case: str, verdict: Verdict
 def test_empty_source(cpu_options: EvalOptions) -> None:
     result = run(cpu_options, "  \n", language=Language.CPP)
     assert_verdict(result, Verdict.COMPILE_ERROR, "empty")
-    assert result.durations_s["total"] < 1
+    assert set(result.durations_s) == {"total"}  # refused before any build or child process
 
 
 def test_python_syntax_error_without_a_child(cpu_options: EvalOptions) -> None:

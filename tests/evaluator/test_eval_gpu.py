@@ -49,7 +49,7 @@ def test_example_correct_on_gpu(gpu_options: EvalOptions, name: str) -> None:
     roof = result.roofline
     assert roof is not None and roof.device == result.target.device
     assert roof.limiter == "memory" and roof.achieved_gbps > 0 and 0 < roof.fraction_of_bound < 1.5
-    assert "roofline" in result.durations_s and result.durations_s["roofline"] < 1.0
+    assert "roofline" in result.durations_s
 
 
 @pytest.mark.parametrize(
