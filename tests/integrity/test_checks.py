@@ -251,3 +251,43 @@ def test_gpu_side_stream_escapes() -> None:
 def test_gpu_recycled_memory() -> None:
     dev = torch.device("cuda")
     assert I.RECYCLED_MEMORY in check(lambda x: torch.empty_like(x), dev)
+
+
+def test_roofline_measures_again_before_calling_a_kernel_impossible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ceilings from the parent may have been measured while the GPU was busy (too low): a flag
+    stands only if fresh ceilings agree. Runs on CPU: the device is only named, never touched."""
+    import torch.nn as nn
+
+    from evaluator import roofline
+    from evaluator.ceilings import Ceilings
+
+    class Model(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x)
+
+    namespace = {"Model": Model, "get_inputs": lambda: [torch.rand(1 << 20)], "get_init_inputs": lambda: []}
+    stale = Ceilings(device="gpu", backend="cuda", copy_gbps=100.0, fp32_tflops=10.0)  # 8 MB: 84 us floor
+    fresh = Ceilings(device="gpu", backend="cuda", copy_gbps=10_000.0, fp32_tflops=10.0)  # 0.8 us floor
+    refreshed: list[bool] = []
+
+    def measure(device: object, *, cache_dir: object = None, refresh: bool = False) -> Ceilings:
+        refreshed.append(refresh)
+        return fresh
+
+    monkeypatch.setattr(roofline, "measure_ceilings", measure)
+    cuda = torch.device("cuda")
+    flags, _, report = I.roofline_flags(
+        namespace, 0.05, cuda, stale
+    )  # 50 us: only the stale bound forbids it
+    assert flags == [] and refreshed == [True]
+    assert (
+        report is not None
+        and report.limiter == "memory"
+        and report.achieved_gbps == pytest.approx(167.8, rel=0.01)
+    )
+    flags, _, _ = I.roofline_flags(namespace, 0.0001, cuda, stale)  # 0.1 us: impossible either way
+    assert flags == [I.EXCEEDS_ROOFLINE]
+    refreshed.clear()
+    assert (
+        I.roofline_flags(namespace, 0.5, cuda, stale)[0] == [] and refreshed == []
+    )  # no flag: no re-measure
