@@ -16,6 +16,9 @@ from evaluator.targets.hip_on_cuda import mask_comments_and_strings
 
 _PYBIND_MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)")
 _PYBIND_USE = re.compile(r"\bPYBIND11_\w+|\bpybind11\b|\bpy::|\btorch/python\.h|\btorch/all\.h")
+# Headers that bring all of ATen (and torch::'s dtype names) anyway: the light header would
+# only add a second definition of those names.
+_FULL_TORCH_INCLUDE = re.compile(r"#\s*include\s*[<\"](torch/types\.h|torch/torch\.h|ATen/ATen\.h)[>\"]")
 _LIGHT_UNSAFE = re.compile(r"\btorch::(nn|optim|data|jit|autograd|python|serialize)\b|\bat::indexing\b")
 
 
@@ -30,9 +33,11 @@ def has_own_module(source: str) -> bool:
 
 
 def light_header_safe(source: str) -> bool:
-    """Whether a device unit can be compiled against <torch/types.h> instead of torch/extension.h."""
+    """Whether a device unit can be compiled against kjudge's light <torch/extension.h>."""
     code = mask_comments_and_strings(source)
-    return _PYBIND_USE.search(code) is None and _LIGHT_UNSAFE.search(code) is None
+    if _PYBIND_USE.search(code) is not None or _LIGHT_UNSAFE.search(code) is not None:
+        return False
+    return _FULL_TORCH_INCLUDE.search(source) is None  # include paths are "strings" to the mask
 
 
 def defines_function(source: str, name: str) -> bool:

@@ -33,7 +33,8 @@ SHADOW_INCLUDE = Path(__file__).parent / "shadow"
 # Only then is the unit retried with the real header: a syntax error is not retried.
 _MISSING_DECLARATION = re.compile(
     r"has no member|is not a member|is undefined|was not declared|not declared in this scope|"
-    r"incomplete type|no template named|unknown type name|does not name a type"
+    r"incomplete type|no template named|unknown type name|does not name a type|"
+    r"has already been defined|redefinition of"
 )
 
 

@@ -105,18 +105,20 @@ def plan_inline(
     hip = is_hip_request(cpp_sources + cuda_sources)
     cpp_parts = ([] if no_implicit_headers else ["#include <torch/extension.h>"]) + cpp_sources
     cpp_code = "\n".join(cpp_parts)
-    cuda_code = ""
+    cuda_code = light_cuda_code = ""
     if cuda_sources:
-        head = (
-            []
-            if no_implicit_headers
-            else ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
-        )
+        runtime = ["#include <cuda.h>", "#include <cuda_runtime.h>"]
+        head = [] if no_implicit_headers else ["#include <torch/types.h>", *runtime]
         cuda_code = "\n".join(head + cuda_sources)
+        # PyTorch prepends <torch/types.h> (all of ATen); the light path prepends the shadowed
+        # <torch/extension.h> instead, which has what kernels' host code uses (build/shadow/).
+        if not no_implicit_headers and binding.light_header_safe("\n".join(cuda_sources)):
+            light_cuda_code = "\n".join(["#include <torch/extension.h>", *runtime, *cuda_sources])
     if hip and target.backend is Backend.CUDA:
         try:
             cpp_code = hip_on_cuda.translate(cpp_code)
             cuda_code = hip_on_cuda.translate(cuda_code) if cuda_code else ""
+            light_cuda_code = hip_on_cuda.translate(light_cuda_code) if light_cuda_code else ""
         except hip_on_cuda.UnsupportedHip as exc:
             raise NativeBuildError(name, str(exc)) from exc
     module_def = (
@@ -174,11 +176,11 @@ def plan_inline(
             raise NativeBuildError(
                 name, f"cuda_sources need a GPU target; this target is {target.backend.value}"
             )
-        light = binding.light_header_safe(cuda_code)
+        light = bool(light_cuda_code) or binding.light_header_safe(cuda_code)
         units.append(
             Unit(
                 name="cuda.cu",
-                code=cuda_code,
+                code=light_cuda_code or cuda_code,
                 kind=device_kind,
                 hip_shim=hip,
                 light_torch=light,

@@ -37,7 +37,7 @@ class Unit(BaseModel):
     name: str = Field(description="file name inside the build directory, e.g. kernel.cu")
     code: str
     kind: UnitKind
-    # Device units only: compile against the light <torch/extension.h> (torch/types.h). Safe
+    # Device units only: compile against the light <torch/extension.h> (shadow/). Safe
     # only when the unit needs no pybind11; a failure retries with the real header.
     light_torch: bool = False
     # HIP sources translated for nvcc get the HIP-on-CUDA shim header force-included.

@@ -139,6 +139,11 @@ def test_kernelbench_cuda_form_keeps_host_and_device_units(
         and not device.hip_shim
     )
     assert spec.extra_cuda_cflags == ["-O3", "--use_fast_math"]
+    # PyTorch prepends <torch/types.h>; the light unit prepends the shadowed <torch/extension.h>,
+    # and the fallback keeps PyTorch's own header.
+    assert device.code.startswith("#include <torch/extension.h>") and "torch/types.h" not in device.code
+    assert spec.fallback_units is not None
+    assert spec.fallback_units[-1].code.startswith("#include <torch/types.h>")
 
 
 def test_cuda_sources_on_cpu_target_are_refused(cpu_target: Target) -> None:
@@ -204,9 +209,20 @@ def test_rocm_passthrough_pins_arch_and_build_dir(
         ("submission.cu:4:3: error: 'pybind11' was not declared in this scope", True),
         ('submission.cu(7): error: expected a ";"', False),
         ("submission.cu(2): error: too few arguments in function call", False),
+        # the light header's torch::kFloat32 next to a source's own <torch/types.h> include
+        ('types.h(47): error: variable "torch::kUInt8" has already been defined', True),
     ],
 )
 def test_light_units_are_retried_only_for_missing_declarations(log: str, retry: bool) -> None:
     from evaluator.build.engine import _MISSING_DECLARATION
 
     assert bool(_MISSING_DECLARATION.search(log)) is retry
+
+
+def test_sources_that_include_all_of_aten_do_not_take_the_light_header() -> None:
+    from evaluator.build.binding import light_header_safe
+
+    kernel = "__global__ void k() {}\ntorch::Tensor forward(torch::Tensor x) { return x; }\n"
+    assert light_header_safe("#include <torch/extension.h>\n" + kernel)
+    for header in ("torch/types.h", "torch/torch.h", "ATen/ATen.h"):
+        assert not light_header_safe(f"#include <{header}>\n" + kernel), header

@@ -1,12 +1,40 @@
 // kjudge fast path for device translation units (nvcc / hipcc).
 //
 // This directory is put first on the include path of a .cu/.hip unit whose Python binding
-// kjudge generates in a separate host unit. The real <torch/extension.h> adds torch/all.h (the
-// C++ frontend: nn, optim, data) and torch/python.h (pybind11 and CPython), which the device
-// unit does not need and which cost nvcc about two thirds of its time; <torch/types.h> is what
-// PyTorch's own load_inline gives .cu sources. A unit that needs more (pybind11, torch::nn, ...)
-// is rebuilt with the real header.
+// kjudge generates in a separate host unit. The real <torch/extension.h> pulls in all of ATen
+// (every operator's declaration), the C++ frontend (nn, optim, data) and pybind11; nvcc parses
+// all of it three times (cudafe++, cicc, the host compiler). A kernel's host code needs the
+// Tensor class, the factory functions, dispatch macros and TORCH_CHECK: this header gives those
+// and the torch:: names <torch/types.h> adds. Measured on the 2-core host, ReLU with
+// AT_DISPATCH and factories: 45.6 s with <torch/types.h>, 20.9 s with this header.
+// A unit that needs more (torch::matmul, pybind11, torch::nn, ...) fails with a missing
+// declaration and is rebuilt with the real header (evaluator/build/engine.py).
 #pragma once
-#include <torch/types.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/util/Exception.h>
 #include <cmath>
+#include <optional>
 #include <vector>
+
+namespace torch {
+using namespace at;  // NOLINT: as <torch/types.h> does
+using Dtype = at::ScalarType;
+constexpr auto kUInt8 = at::kByte;
+constexpr auto kInt8 = at::kChar;
+constexpr auto kInt16 = at::kShort;
+constexpr auto kInt32 = at::kInt;
+constexpr auto kInt64 = at::kLong;
+constexpr auto kFloat16 = at::kHalf;
+constexpr auto kFloat32 = at::kFloat;
+constexpr auto kFloat64 = at::kDouble;
+}  // namespace torch
