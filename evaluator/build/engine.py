@@ -34,7 +34,8 @@ SHADOW_INCLUDE = Path(__file__).parent / "shadow"
 _MISSING_DECLARATION = re.compile(
     r"has no member|is not a member|is undefined|was not declared|not declared in this scope|"
     r"incomplete type|no template named|unknown type name|does not name a type|"
-    r"has already been defined|redefinition of"
+    r"has already been defined|redefinition of|"
+    r"no instance of (?:overloaded )?function \"(?:torch|at|c10)::|no matching function for call to '(?:torch|at|c10)::"
 )
 
 

@@ -211,6 +211,8 @@ def test_rocm_passthrough_pins_arch_and_build_dir(
         ("submission.cu(2): error: too few arguments in function call", False),
         # the light header's torch::kFloat32 next to a source's own <torch/types.h> include
         ('types.h(47): error: variable "torch::kUInt8" has already been defined', True),
+        ('k.cu(5): error: no instance of overloaded function "torch::empty" matches the argument list', True),
+        ('k.cu(5): error: no instance of overloaded function "my_helper" matches the argument list', False),
     ],
 )
 def test_light_units_are_retried_only_for_missing_declarations(log: str, retry: bool) -> None:
