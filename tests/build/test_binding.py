@@ -2,20 +2,45 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evaluator.build import binding
 
+DECLARATIONS = [
+    pytest.param(
+        "#include <torch/extension.h>\n__global__ void k(float* x) {}\n"
+        "torch::Tensor forward(torch::Tensor x, double alpha) {\n  return x;\n}\n",
+        "forward",
+        "torch::Tensor forward(torch::Tensor x, double alpha)",
+        id="simple",
+    ),
+    pytest.param(
+        "at::Tensor\nmy_op(const at::Tensor& a,\n      const at::Tensor& b,\n      int64_t k = 4)\n{\n  return a;\n}\n",
+        "my_op",
+        "at::Tensor my_op(const at::Tensor& a, const at::Tensor& b, int64_t k = 4)",
+        id="multi-line-const-refs-defaults",
+    ),
+    # Found on the H200: a `// forward(x, w): …` line above the entry went into the binding
+    # unit's declaration and every such reference kernel failed to compile.
+    pytest.param(
+        "void helper() {}\n\n// forward(x, weight): the input, then the state_dict() tensor.\n"
+        "torch::Tensor forward(torch::Tensor x, /* rows */ torch::Tensor weight) {\n  return x;\n}\n",
+        "forward",
+        "torch::Tensor forward(torch::Tensor x, torch::Tensor weight)",
+        id="comments-above-and-inside",
+    ),
+    pytest.param(
+        'torch::Tensor forward(torch::Tensor x, std::string mode = "fast") {\n  return x;\n}\n',
+        "forward",
+        'torch::Tensor forward(torch::Tensor x, std::string mode = "fast")',
+        id="string-default-kept",
+    ),
+]
 
-def test_declaration_of_a_simple_entry() -> None:
-    src = "#include <torch/extension.h>\n__global__ void k(float* x) {}\ntorch::Tensor forward(torch::Tensor x, double alpha) {\n  return x;\n}\n"
-    assert binding.entry_declaration(src, "forward") == "torch::Tensor forward(torch::Tensor x, double alpha)"
 
-
-def test_declaration_spanning_lines_with_const_refs_and_defaults() -> None:
-    src = "at::Tensor\nmy_op(const at::Tensor& a,\n      const at::Tensor& b,\n      int64_t k = 4)\n{\n  return a;\n}\n"
-    assert (
-        binding.entry_declaration(src, "my_op")
-        == "at::Tensor my_op(const at::Tensor& a, const at::Tensor& b, int64_t k = 4)"
-    )
+@pytest.mark.parametrize(("source", "entry", "declaration"), DECLARATIONS)
+def test_entry_declaration(source: str, entry: str, declaration: str) -> None:
+    assert binding.entry_declaration(source, entry) == declaration
 
 
 def test_calls_prototypes_and_comments_are_not_the_definition() -> None:
@@ -93,27 +118,6 @@ def test_defines_function_ignores_comments() -> None:
     assert binding.defines_function("torch::Tensor run (torch::Tensor x) { return x; }", "run")
     assert not binding.defines_function(
         "// forward(x)\ntorch::Tensor run(torch::Tensor x) { return x; }", "forward"
-    )
-
-
-def test_comments_above_and_inside_the_definition_are_not_part_of_the_declaration() -> None:
-    # Found on the H200: a `// forward(x, w): …` line above the entry went into the binding
-    # unit's declaration and every such reference kernel failed to compile.
-    src = (
-        "void helper() {}\n\n// forward(x, weight): the input, then the state_dict() tensor.\n"
-        "torch::Tensor forward(torch::Tensor x, /* rows */ torch::Tensor weight) {\n  return x;\n}\n"
-    )
-    assert (
-        binding.entry_declaration(src, "forward")
-        == "torch::Tensor forward(torch::Tensor x, torch::Tensor weight)"
-    )
-
-
-def test_string_defaults_keep_their_text() -> None:
-    src = 'torch::Tensor forward(torch::Tensor x, std::string mode = "fast") {\n  return x;\n}\n'
-    assert (
-        binding.entry_declaration(src, "forward")
-        == 'torch::Tensor forward(torch::Tensor x, std::string mode = "fast")'
     )
 
 
