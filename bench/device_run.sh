@@ -39,7 +39,10 @@ fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
     gpu_dirs=$(ls -d ${TEST_DIRS:-tests/evaluator tests/build tests/integrity tests/adversarial tests/problems tests/service} 2>/dev/null)
     # SIGINT at the time limit: pytest (and xdist) still print which tests failed and why, where a
-    # plain kill would leave only a line of dots.
-    timeout -s INT -k 30 ${TEST_TIMEOUT:-1800} python3 -m pytest -m gpu -rfE --tb=short ${PYTEST_ARGS:--q} \
-        -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+    # plain kill would leave only a line of dots. Tests that assert on device-wide state (free
+    # memory after an attack) run afterwards, one at a time.
+    timeout -s INT -k 30 ${TEST_TIMEOUT:-1800} python3 -m pytest -m "gpu and not gpu_exclusive" -rfE --tb=short \
+        ${PYTEST_ARGS:--q} -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+    timeout -s INT -k 30 ${EXCLUSIVE_TIMEOUT:-600} python3 -m pytest -m gpu_exclusive -rfE --tb=short -q --durations=5 \
+        -p no:cacheprovider --junitxml="$OUT/gpu_exclusive.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_exclusive.log" | tail -40
 fi

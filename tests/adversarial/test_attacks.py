@@ -145,6 +145,7 @@ GPU_ATTACKS = [
 
 
 @pytest.mark.gpu
+@pytest.mark.gpu_exclusive
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize(("name", "verdict"), GPU_ATTACKS, ids=[a[0] for a in GPU_ATTACKS])
 def test_device_attack(name: str, verdict: Verdict, tmp_path: Path) -> None:

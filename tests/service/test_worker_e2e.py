@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from api.settings import Settings
+pytest.importorskip("fastapi")  # the GPU machine runs the GPU tests without the service's packages
+pytest.importorskip("celery")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from api.settings import Settings  # noqa: E402
 
 from .conftest import DATA, Rows, WorkerProcess, ensure_redis, redis_cli, restart_redis, wait_for
 
