@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything kjudge needs to check on a lent GPU machine, in one call (device time is scarce).
 # Usage on the device: KJUDGE_COMMIT=<sha> bash bench/device_run.sh [tests|bench|all]   (carry .whl)
+# BENCHES, BENCH_ARGS (e.g. "--merge --only relu"), TEST_DIRS, PYTEST_ARGS narrow a run.
 # Writes logs and JSON results under $OUT (or ./device-out when $OUT is unset).
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
@@ -33,7 +34,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     for b in ${BENCHES:-bench/reference_kernels.py bench/eval_latency.py}; do
         [ -f "$b" ] || continue
         name=$(basename "$b" .py)
-        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | tail -40
+        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/$name.log" | tail -40
     done
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then

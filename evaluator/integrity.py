@@ -657,8 +657,12 @@ def run_checks(
     report.add(check_lazy(out_a), ", ".join(_lazy_types(out_a)))
     report.add(check_inputs_unchanged(pristine, inputs_a))
     # A call of its own: the profiler synchronizes the whole device when it stops, which would
-    # let a side stream finish before the outputs are looked at.
-    report.add(check_escaping_work(candidate(*clone_all(pristine)), device))
+    # let a side stream finish before the outputs are looked at. Its inputs stay alive until the
+    # check is over: freed, their memory could be handed to the snapshot while the side stream
+    # still reads them.
+    escape_inputs = clone_all(pristine)
+    report.add(check_escaping_work(candidate(*escape_inputs), device))
+    del escape_inputs
     ref_out_a, ref_prof = profile_call(functools.partial(reference, *pristine), device)
     report.add(check_aliasing(out_a, inputs_a, ref_out_a, pristine))
     report.add(
