@@ -3,7 +3,7 @@
 The parent never executes a problem: it reads the source, checks it statically (syntax, the three
 names) and reads optional settings from a module-level literal
 
-    KJUDGE = {"atol": 1e-3, "rtol": 1e-3, "dtype": "float16"}
+    KJUDGE = {"atol": 1e-3, "rtol": 1e-3, "dtype": "float16", "input_read_fraction": 0.5}
 
 with `ast.literal_eval`, so settings travel with the source and so with its id (SHA-256 of the
 source bytes). The problem's code runs only in the sandboxed child (evaluator/runner.py).
@@ -38,6 +38,13 @@ class ProblemSettings(BaseModel):
     rtol: float = Field(default=1e-2, ge=0)
     dtype: FloatDtype | None = Field(
         default=None, description="cast floating inputs and the models to this dtype before running"
+    )
+    input_read_fraction: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="the share of the inputs' bytes the output depends on (a causal mask leaves the "
+        "rest unread); the roofline's minimum traffic counts only that much input",
     )
 
 

@@ -2,7 +2,8 @@
 
 Two halves:
 - `problem_cost(namespace)` — the minimum bytes a kernel must move (every input and every
-  parameter/buffer read once, every output written once) and the FLOPs PyTorch's FLOP counter
+  parameter/buffer read once, every output written once; a problem whose output ignores part
+  of its inputs declares the share it needs, KJUDGE["input_read_fraction"]) and the FLOPs PyTorch's FLOP counter
   (`torch.utils.flop_counter.FlopCounterMode`) attributes to the reference. It runs the reference
   on meta tensors by default, so a 4 GB problem is analysed in milliseconds without memory.
 - `measure_ceilings(device)` — the device's copy bandwidth and matmul rates, measured once per
@@ -42,7 +43,7 @@ class ProblemCost(BaseModel):
     """Minimum traffic and arithmetic of one problem at the sizes it was analysed at."""
 
     bytes: int = Field(description="input_bytes + param_bytes + output_bytes")
-    input_bytes: int
+    input_bytes: int = Field(description="the inputs' bytes times the problem's input_read_fraction")
     param_bytes: int = Field(description="the reference model's state_dict() tensors")
     output_bytes: int
     flops: int = Field(description="FLOPs of the reference per PyTorch's FLOP counter")
@@ -148,11 +149,19 @@ def problem_cost(
     allocated, so sizes are the problem's real ones.
     """
     model, inputs = build_reference(namespace, device, dtype)
-    return measure_cost(model, inputs)
+    return measure_cost(model, inputs, input_read_fraction(namespace))
 
 
-def measure_cost(model: torch.nn.Module, inputs: Sequence[Any]) -> ProblemCost:
-    """Runs `model(*inputs)` once under the FLOP counter and sums the tensors it touches."""
+def input_read_fraction(namespace: Mapping[str, Any]) -> float:
+    """KJUDGE["input_read_fraction"] (validated by evaluator.problem.ProblemSettings), else 1."""
+    settings = namespace.get("KJUDGE")
+    value = settings.get("input_read_fraction", 1.0) if isinstance(settings, dict) else 1.0
+    return float(value) if isinstance(value, int | float) and 0 < value <= 1 else 1.0
+
+
+def measure_cost(model: torch.nn.Module, inputs: Sequence[Any], read_fraction: float = 1.0) -> ProblemCost:
+    """Runs `model(*inputs)` once under the FLOP counter and sums the tensors it touches.
+    `read_fraction` scales the input bytes for a problem whose output ignores part of its inputs."""
     in_tensors = flatten_tensors(list(inputs))
     counter = FlopCounterMode(display=False)
     recorder = _OpRecorder()
@@ -162,7 +171,7 @@ def measure_cost(model: torch.nn.Module, inputs: Sequence[Any]) -> ProblemCost:
     by_op = {
         str(k).removeprefix("aten."): int(v) for k, v in counter.get_flop_counts().get("Global", {}).items()
     }
-    input_bytes = sum(_nbytes(t) for t in in_tensors)
+    input_bytes = round(read_fraction * sum(_nbytes(t) for t in in_tensors))
     param_bytes = _unique_state_bytes(model)
     output_bytes = sum(_nbytes(t) for t in out_tensors)
     devices = {t.device.type for t in in_tensors + out_tensors}

@@ -20,7 +20,7 @@ import torch
 from pydantic import BaseModel, Field
 
 from evaluator.problem import Problem, ProblemError
-from evaluator.roofline import ProblemCost, cast_floating, flatten_tensors, measure_cost
+from evaluator.roofline import ProblemCost, cast_floating, flatten_tensors, input_read_fraction, measure_cost
 from problems.loader import ProblemLoadError, declared_tags, load_namespace, small_sizes
 
 GiB = 1 << 30
@@ -165,7 +165,7 @@ def _run(ns: dict[str, Any], device: str, dtype: torch.dtype | None, max_total_b
         raise RuleBroken("memory", f"inputs and parameters take {resident / GiB:.2f} GiB; the limit is "
                          f"{max_total_bytes / GiB:.2f} GiB in all: reduce the sizes")  # fmt: skip
     try:
-        cost = measure_cost(model, inputs)
+        cost = measure_cost(model, inputs, input_read_fraction(ns))
     except Exception as exc:
         if _is_oom(exc):
             raise RuleBroken("memory", f"forward ran out of memory: {_fmt(exc)}") from exc
