@@ -209,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             result = Result(problem_id=problem.id, status="error", message=f"{type(exc).__name__}: {exc}")
         row = _row(problem_entry, lang, result, ceilings)
         row["seconds"] = round(time.monotonic() - started, 1)
+        # Rows of a --merge keep the commit and date they were measured at.
+        row["commit"], row["date"] = doc["commit"], doc["date"]
         doc["rows"].append(row)
         failures += row["verdict"] != "correct"
         print(
