@@ -1,7 +1,9 @@
 """FastAPI dependencies: settings, database session, enqueuer, caller identity and scopes.
 
-Dependencies that do no I/O are `async def` so FastAPI runs them inline instead of paying a
-thread-pool hop each; those that touch the database or Redis stay sync (run in the pool).
+Dependencies are `async def` so FastAPI runs them inline instead of paying a thread-pool hop
+each (about 0.4 ms of CPU apiece under load); the caller's identity does its blocking work (a
+key not in the cache, a rate limit near its end) in the pool only when it has to. `get_db` stays
+a sync generator for the routes that want a request-scoped session.
 Everything hangs off `app.state` (set by api.app.create_app) so that tests can run several apps
 with different settings in one process.
 """
@@ -12,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.auth import (
@@ -58,13 +61,15 @@ async def get_rate_limiter(request: Request) -> RateLimiter:
     return request.app.state.rate_limiter
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     response: Response,
-    session: Annotated[Session, Depends(get_db)],
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
+    """The caller, rate-limited. A known key under its limit costs no I/O and no thread hop (the
+    key cache and the rate limiter's local estimate); otherwise the blocking part runs in the
+    thread pool."""
     settings: Settings = request.app.state.settings
     secret = secret_from_headers(authorization, x_api_key)
     if secret is None:
@@ -89,29 +94,38 @@ def get_principal(
         cache: KeyCache = request.app.state.key_cache
         cached = cache.get(secret)
         if cached is None:
-            key = lookup_key(session, secret)
-            session.rollback()  # end the read transaction; routes open their own
-            if key is None:
-                raise ApiError(
-                    401,
-                    "invalid_api_key",
-                    "the API key is unknown or revoked",
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-            cached = principal_for(key, settings.default_rate_limit_per_min)
+            cached = await run_in_threadpool(_principal_from_database, request, secret)
             cache.put(secret, cached)
         principal = cached
-    _apply_rate_limit(request, response, principal)
+    await _apply_rate_limit(request, response, principal)
     request.state.principal = principal
     return principal
 
 
-def _apply_rate_limit(request: Request, response: Response, principal: Principal) -> None:
+def _principal_from_database(request: Request, secret: str) -> Principal:
+    settings: Settings = request.app.state.settings
+    with request.app.state.sessionmaker() as session:
+        key = lookup_key(session, secret)
+        principal = principal_for(key, settings.default_rate_limit_per_min) if key is not None else None
+    if principal is None:
+        raise ApiError(
+            401,
+            "invalid_api_key",
+            "the API key is unknown or revoked",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return principal
+
+
+async def _apply_rate_limit(request: Request, response: Response, principal: Principal) -> None:
     limit = principal.rate_limit_per_min
     if limit is None:
         return
     limiter: RateLimiter = request.app.state.rate_limiter
-    decision = limiter.hit(principal.key_id or "anonymous", limit)
+    key = principal.key_id or "anonymous"
+    decision = limiter.try_hit(key, limit)
+    if decision is None:
+        decision = await run_in_threadpool(limiter.hit, key, limit)
     headers = {"X-RateLimit-Limit": str(decision.limit), "X-RateLimit-Remaining": str(decision.remaining)}
     if not decision.allowed:
         raise ApiError(

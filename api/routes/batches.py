@@ -7,14 +7,17 @@ from typing import Annotated
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Response
-from sqlalchemy.orm import defer
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, require
+from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, get_sessionmaker, require
 from api.errors import ApiError
+from api.queue import Enqueuer
 from api.routes.submissions import ERRORS
-from api.schemas import BatchAccepted, BatchCreate, BatchOut
-from api.submitting import accept, prepare
+from api.schemas import BatchAccepted, BatchCreate, BatchOut, SubmissionAccepted
+from api.settings import Settings
+from api.submitting import ProblemCache, accept, prepare
 from api.views import submission_out
 from db.models import FINAL_STATUSES, Batch, ResultRow, Submission
 
@@ -22,10 +25,10 @@ router = APIRouter(prefix="/v1/batches", tags=["batches"])
 
 
 @router.post("", status_code=202, response_model=BatchAccepted, responses=ERRORS)
-def create_batch(
+async def create_batch(
     body: BatchCreate,
     response: Response,
-    session: SessionDep,
+    maker: Annotated[sessionmaker[Session], Depends(get_sessionmaker)],
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     problem_cache: ProblemCacheDep,
@@ -40,18 +43,32 @@ def create_batch(
         raise ApiError(
             413, "batch_too_large", f"the batch has {n} submissions; the limit is {settings.max_batch_items}"
         )
-    prepared = prepare(
-        session,
-        settings,
-        body.submissions,
-        [item.client_request_id for item in body.submissions],
-        batch=True,
-        cache=problem_cache,
+    batch_id, accepted = await run_in_threadpool(
+        _create_batch, maker, settings, enqueuer, problem_cache, principal, body
     )
-    batch_id, accepted = accept(session, enqueuer, principal, prepared, batch=True)
     if batch_id:
         response.headers["Location"] = f"/v1/batches/{batch_id}"
     return BatchAccepted(id=batch_id or "", count=len(accepted), submissions=accepted)
+
+
+def _create_batch(
+    maker: sessionmaker[Session],
+    settings: Settings,
+    enqueuer: Enqueuer,
+    problem_cache: ProblemCache,
+    principal: Principal,
+    body: BatchCreate,
+) -> tuple[str | None, list[SubmissionAccepted]]:
+    with maker() as session:
+        prepared = prepare(
+            session,
+            settings,
+            body.submissions,
+            [item.client_request_id for item in body.submissions],
+            batch=True,
+            cache=problem_cache,
+        )
+        return accept(session, enqueuer, principal, prepared, batch=True)
 
 
 @router.get("/{batch_id}", response_model=BatchOut, responses=ERRORS)

@@ -109,3 +109,25 @@ def test_without_keys_loopback_only(pg_url, redis_url, tmp_path, db, rds):
     _clear_of_window_edge()
     with TestClient(app, client=("10.1.2.3", 4000), headers={"Authorization": f"Bearer {secret}"}) as c:
         assert [c.get("/v1/submissions").status_code for _ in range(2)] == [200, 429]
+
+
+def test_a_busy_key_far_below_its_limit_is_counted_locally_and_shared_by_the_flush(redis_url, rds):
+    """Limits of LOCAL_MIN_LIMIT and more are admitted from the process's estimate (no Redis
+    round trip) while under half the limit; the flush adds them to Redis, where every process
+    sees them, and past half the limit each request asks Redis."""
+    from api.ratelimit import LOCAL_MIN_LIMIT, RedisRateLimiter
+
+    _clear_of_window_edge()
+    limit = LOCAL_MIN_LIMIT
+    # No background flush during the test: the flush below is the only one.
+    ours, theirs = RedisRateLimiter(redis_url, flush_interval_s=3600), RedisRateLimiter(redis_url)
+    admitted = [ours.try_hit("busy", limit) for _ in range(limit // 2)]
+    assert all(d is not None and d.allowed for d in admitted)
+    assert not rds.keys("kjudge:ratelimit:busy:*")  # nothing sent yet
+    assert ours.try_hit("busy", limit) is None  # over half: the caller must ask Redis
+    ours.flush()
+    (name,) = rds.keys("kjudge:ratelimit:busy:*")
+    assert int(rds.get(name)) == limit // 2
+    # Another process asking Redis counts ours too; a small limit never takes the local path.
+    assert theirs.hit("busy", limit).remaining == limit - limit // 2 - 1
+    assert theirs.try_hit("busy-small", 10) is None

@@ -54,6 +54,7 @@ def test_native_kernels_compile_for_sm90(tmp_path: Path) -> None:
     so PyTorch's headers are parsed once."""
     import torch.utils.cpp_extension as cpp_extension
 
+    from evaluator.build.engine import SHADOW_INCLUDE
     from evaluator.result import Backend, Target
     from evaluator.targets import cuda
     from evaluator.targets.hip_on_cuda import SHIM_HEADER, translate
@@ -70,7 +71,10 @@ def test_native_kernels_compile_for_sm90(tmp_path: Path) -> None:
         parts.append(f'namespace k_{problem.name}_{lang} {{\n#line 1 "{path}"\n{source}\n}}\n')
     unit = tmp_path / "all.cu"
     unit.write_text(_STREAM_STUB + "\n".join(parts))
-    includes = cuda.include_flags() + [f"-I{p}" for p in cpp_extension.include_paths()]
+    # The light <torch/extension.h> first, as kjudge builds device units (evaluator/build/shadow).
+    includes = [f"-I{SHADOW_INCLUDE}", *cuda.include_flags()] + [
+        f"-I{p}" for p in cpp_extension.include_paths()
+    ]
     includes.append(f"-I{sysconfig.get_paths()['include']}")
     cmd = cuda.nvcc_compile_command(
         source=unit,
