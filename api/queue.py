@@ -63,6 +63,14 @@ class CeleryEnqueuer:
         with self.app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
 
+    def warm(self) -> None:
+        """Connects the producer pool's first producer (what the first enqueue would pay)."""
+        try:
+            with self.app.producer_or_acquire() as producer:
+                producer.connection.ensure_connection(max_retries=1, timeout=2)
+        except Exception as exc:  # noqa: BLE001 - best effort; /readyz reports a down broker
+            log.warning("could not connect to the broker now: %s", exc)
+
 
 def worker_celery_app(settings: Any = None) -> Any:
     """The worker's Celery app (worker/celery_app.py) configured from these settings, so that
