@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +24,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One KJUDGE_HOME for the whole session: native builds, the precompiled torch header (~45 s
+    on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
+    the cache itself use their own directories."""
+    return tmp_path_factory.mktemp("kjudge-home")

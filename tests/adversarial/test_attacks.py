@@ -48,7 +48,7 @@ COMPILE_BOMBS = [
 
 
 @pytest.fixture(scope="module")
-def options(tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
+def options(tmp_path_factory: pytest.TempPathFactory, kjudge_home: Path) -> EvalOptions:
     root = tmp_path_factory.mktemp("kjudge-attacks")
     return EvalOptions(
         device="cpu",
@@ -57,7 +57,7 @@ def options(tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
         baselines=False,
         run_timeout_s=30,
         build_timeout_s=30,
-        cache_dir=root / "cache",
+        cache_dir=kjudge_home / "cache",
         scratch_root=root / "scratch",
     )
 

@@ -12,13 +12,6 @@ CASES = Path(__file__).parent / "cases"
 
 
 @pytest.fixture(scope="session")
-def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One KJUDGE_HOME for the whole session: native builds and baselines are cached across tests
-    (a torch extension takes ~30 s to build here)."""
-    return tmp_path_factory.mktemp("kjudge-home")
-
-
-@pytest.fixture(scope="session")
 def cpu_options(kjudge_home: Path) -> EvalOptions:
     return EvalOptions(
         device="cpu",

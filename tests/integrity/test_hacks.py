@@ -42,7 +42,7 @@ BAD_VERDICTS = (Verdict.REJECTED, Verdict.INCORRECT)
 
 
 @pytest.fixture(scope="module")
-def options(tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
+def options(tmp_path_factory: pytest.TempPathFactory, kjudge_home: Path) -> EvalOptions:
     root = tmp_path_factory.mktemp("kjudge-hacks")
     return EvalOptions(
         device="cpu",
@@ -50,7 +50,7 @@ def options(tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
         baselines=False,
         measure_timing=False,  # the CPU hacks are caught without timing; the roofline is a GPU test
         run_timeout_s=120,
-        cache_dir=root / "cache",
+        cache_dir=kjudge_home / "cache",
         scratch_root=root / "scratch",
     )
 

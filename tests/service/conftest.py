@@ -130,8 +130,9 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def service_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kjudge-home")
+def service_home(kjudge_home: Path) -> Path:
+    # The session's shared home: workers find the precompiled header and builds already there.
+    return kjudge_home
 
 
 @pytest.fixture(scope="session")
