@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,7 +123,8 @@ class SparePool:
         self._wanted: SpareConfig | None = None
         self._atexit = False
         self.stats = SpareStats()
-        os.register_at_fork(after_in_child=self._after_fork)
+        pool = weakref.ref(self)  # a weak one: the fork hook must not keep a test's pool alive
+        os.register_at_fork(after_in_child=lambda: _after_fork(pool()))
 
     @property
     def enabled(self) -> bool:
@@ -201,7 +203,12 @@ class SparePool:
         with self._lock:
             self.stats.discarded += 1
 
-    def _after_fork(self) -> None:
+    def forget_after_fork(self) -> None:
         # The spare is the parent's child: a forked process must neither use nor kill it.
         self._lock = threading.Lock()
         self._spare = None
+
+
+def _after_fork(pool: SparePool | None) -> None:
+    if pool is not None:
+        pool.forget_after_fork()

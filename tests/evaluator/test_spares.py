@@ -145,6 +145,21 @@ def test_pool_serves_each_spare_once_and_only_a_matching_one(tmp_path: Path) -> 
     }
 
 
+def test_a_forked_process_does_not_inherit_the_spare(tmp_path: Path) -> None:
+    pool, spawned = _fake_pool(tmp_path)
+    pool.enable(True)
+    pool.claim(_config(tmp_path))
+    pool.refill()
+    assert pool.waiting() is spawned[0]
+    pid = os.fork()
+    if pid == 0:  # the spare is the parent's child: neither used nor killed here
+        os._exit(0 if pool.waiting() is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert pool.waiting() is spawned[0] and not spawned[0].process.discarded  # type: ignore[attr-defined]
+    pool.enable(False)
+
+
 def test_env_for_puts_the_spares_scratch_back(tmp_path: Path) -> None:
     config = api._spare_config(
         Target(backend=Backend.CPU, arch="x86_64", device="cpu"), tmp_path, None, Limits()
