@@ -9,6 +9,12 @@ worker meets, on an empty cache:
   new kernel  another candidate for the same problem (an RL rollout's normal case): compile only
   built       the same candidate again: nothing to build or measure but the candidate itself
 and prints where the time goes (process start, imports, input generation, correctness, timing).
+Then the same two situations as a worker runs them, with spares on (evaluator.api.enable_spares,
+evaluator/spares.py): the run child was started and imported torch after the previous job, while
+the worker waited. "+spare" waits until the spare is ready (a worker that had a moment between
+jobs); "+spare b2b" starts right after the previous job (a backlog: the spare is still importing
+and finishes inside process_start). A spare's time before its job (spare_start, spare_import) is
+shown but is not part of total.
 Reference point (issue 2): KernelBench's harness took 82.6 s built / 139.8 s with compile on an
 H100. Targets: built <= 5 s, new kernel (with its compile) <= 30 s.
 
@@ -30,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.provenance import commit  # noqa: E402
-from evaluator.api import evaluate, prepare  # noqa: E402
+from evaluator.api import SPARES, enable_spares, evaluate, prepare  # noqa: E402
 from evaluator.options import EvalOptions, Submission, TimingOptions  # noqa: E402
 from evaluator.problem import Problem  # noqa: E402
 from evaluator.result import Result  # noqa: E402
@@ -66,6 +72,8 @@ def get_init_inputs():
 '''
 
 PHASES = [
+    ("spare_start", "spare: process start (before the job)"),
+    ("spare_import", "spare: imports (before the job)"),
     ("probe", "target probe + ceilings"),
     ("compile", "compile (native build)"),
     ("baselines_child", "baselines child (eager + compile)"),
@@ -87,11 +95,13 @@ PHASES = [
 
 def table(runs: dict[str, Result]) -> str:
     names = list(runs)
-    lines = [f"{'phase':<36}" + "".join(f"{n:>12}" for n in names)]
+    lines = [f"{'phase':<40}" + "".join(f"{n:>18}" for n in names)]
     for key, label in PHASES:
         cells = [runs[n].durations_s.get(key) for n in names]
+        if all(c is None for c in cells):
+            continue
         lines.append(
-            f"{label:<36}" + "".join(f"{c:>11.2f}s" if c is not None else f"{'-':>12}" for c in cells)
+            f"{label:<40}" + "".join(f"{c:>17.2f}s" if c is not None else f"{'-':>18}" for c in cells)
         )
     return "\n".join(lines)
 
@@ -111,6 +121,7 @@ def main() -> int:
     comment = "#" if submission.filename and submission.filename.endswith(".py") else "//"
     # Same kernel, different bytes: a new content hash, so it is compiled again.
     variant = submission.model_copy(update={"source": submission.source + f"\n{comment} variant\n"})
+    variant2 = submission.model_copy(update={"source": submission.source + f"\n{comment} variant 2\n"})
     runs: dict[str, Result] = {}
     with tempfile.TemporaryDirectory(prefix="kjudge-bench-") as tmp:
         options = EvalOptions(
@@ -125,14 +136,31 @@ def main() -> int:
         prepared = prepare(args.device, options.resolved_cache_dir())
         prepare_s = time.monotonic() - start
         print(f"prepare: {prepare_s:.2f}s — " + "; ".join(prepared), flush=True)
-        for name, sub in (("first", submission), ("new kernel", variant), ("built", variant)):
+
+        def run(name: str, sub: Submission, wait_for_spare: bool = False) -> Result:
+            if wait_for_spare:
+                start = time.monotonic()
+                ready = SPARES.wait_ready(120)
+                print(f"  (spare ready: {ready}, waited {time.monotonic() - start:.2f}s)", flush=True)
             start = time.monotonic()
             result = evaluate(problem, sub, options)
             wall = time.monotonic() - start
-            runs[name] = result
             print(f"{name}: verdict={result.verdict} wall={wall:.2f}s message={result.message}", flush=True)
             if result.verdict != "correct":
                 print(result.logs.compile[-3000:], result.logs.run[-3000:], sep="\n")
+            return result
+
+        for name, sub in (("first", submission), ("new kernel", variant), ("built", variant)):
+            runs[name] = run(name, sub)
+        # As a worker: spares on from here; the previous job (not shown) starts the first spare.
+        enable_spares(True)
+        try:
+            run("previous job (starts a spare)", variant)
+            runs["new kernel+spare"] = run("new kernel+spare", variant2, wait_for_spare=True)
+            runs["built+spare"] = run("built+spare", variant2, wait_for_spare=True)
+            runs["built+spare b2b"] = run("built+spare b2b", variant2)
+        finally:
+            enable_spares(False)
 
     built = runs["built"]
     device = built.target.device if built.target else "unknown"
@@ -152,6 +180,8 @@ def main() -> int:
         "kernel": str(args.kernel.relative_to(ROOT) if args.kernel.is_relative_to(ROOT) else args.kernel),
         "settings": {"correctness_trials": 5, "timing_trials": 100},
         "statistic": "wall-clock seconds of one evaluate() call per situation, single run each",
+        "spares": "'+spare' runs: a spare run child served the job (spare_* keys: spent before the job, "
+        "not in total); '+spare' waited for the spare to be ready, '+spare b2b' did not",
         "device": device,
         "target": built.target.model_dump(mode="json") if built.target else None,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

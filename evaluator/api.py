@@ -4,7 +4,9 @@ The parent runs no candidate or problem code and never initializes a GPU. It
 1. decides the language and rejects obviously unusable sources (empty, Python syntax),
 2. learns the target (a probe child, cached) so native code is built for the device's arch,
 3. builds native code (evaluator.build.build_native: its own sandboxed child, cached),
-4. runs `python -m evaluator.runner JOB.json` in the sandbox with a wall-clock limit,
+4. runs `python -m evaluator.runner JOB.json` in the sandbox with a wall-clock limit — or, when
+   the worker enabled spares (`enable_spares`), releases a spare run child started in the same
+   sandbox before the job arrived (evaluator/spares.py),
 5. turns the report — or its absence — into a Result: no report after a kill is `timeout`,
    after a crash `runtime_error` with the log tail and the phase it died in.
 """
@@ -30,7 +32,16 @@ from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
 from evaluator.result import Backend, Baseline, Language, Logs, Result, Speedup, Status, Target, Verdict
 from evaluator.runner import RunJob, RunReport
-from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
+from evaluator.sandbox import (
+    EXTRA_RO_ENV,
+    MEMORY_ENV,
+    UNSAFE_ENV,
+    Limits,
+    SandboxRun,
+    describe,
+    run_sandboxed,
+)
+from evaluator.spares import SCRATCH_PLACEHOLDER, Spare, SpareConfig, SparePool, SpareStats
 from evaluator.targets import cpu as cpu_target_module
 from evaluator.targets.detect import forget_probe, probe_target, torch_device
 
@@ -51,6 +62,8 @@ PASS_THROUGH_ENV = (
     "KJUDGE_UNSAFE_NO_SANDBOX",
 )
 LOG_TAIL = 8000
+# The spare run child (at most one per process; off unless enable_spares).
+SPARES = SparePool()
 
 
 class EvaluationError(RuntimeError):
@@ -101,6 +114,17 @@ def prepare(device: str, cache_dir: Path) -> list[str]:
     return lines
 
 
+def enable_spares(on: bool = True) -> None:
+    """Keep a spare run child ready for the next evaluation (a worker's start-up; see
+    evaluator/spares.py). Off by default: a one-shot caller must not leave a process behind.
+    Turning it off kills the waiting spare."""
+    SPARES.enable(on)
+
+
+def spare_stats() -> SpareStats:
+    return SPARES.stats.model_copy()
+
+
 def _verdict_result(
     problem: Problem, submission: Submission, verdict: Verdict, message: str, **kw: object
 ) -> Result:
@@ -135,13 +159,17 @@ def evaluate(
     if scratch_root is not None:
         scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="kjudge-eval-", dir=scratch_root)).resolve()
+    scratches = [scratch]  # a spare's scratch joins it
     try:
         return _evaluate(
-            problem, submission, language, options, notify, cache_dir, scratch, durations, started
+            problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
     finally:
         if not options.keep_scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+            for path in scratches:
+                shutil.rmtree(path, ignore_errors=True)
+        # The next evaluation's child starts importing now, while the worker waits for a job.
+        SPARES.refill()
 
 
 def _evaluate(
@@ -151,10 +179,11 @@ def _evaluate(
     options: EvalOptions,
     notify: Callable[[Status], None],
     cache_dir: Path,
-    scratch: Path,
+    scratches: list[Path],
     durations: dict[str, float],
     started: float,
 ) -> Result:
+    scratch = scratches[0]
     t = time.monotonic()
     probe_env = child_env(scratch, cache_dir, None)
     target = probe_target(options.device, probe_env, cache_dir)
@@ -243,20 +272,25 @@ def _evaluate(
         durations["baselines_child"] = time.monotonic() - t
         job = job.model_copy(update={"baselines": []})
     # ---
-    job_path = scratch / "job.json"
-    job = job.model_copy(update={"spawned_at": time.time()})
-    job_path.write_text(job.model_dump_json())
-    run = run_sandboxed(
-        [sys.executable, "-m", "evaluator.runner", str(job_path)],
-        scratch=scratch,
-        limits=limits,
-        gpu=target.backend != Backend.CPU,
-        env=env,
-        # --- sandbox: the candidate may write only the caches its own builds need; baselines,
-        # probed targets and compiled native modules (other submissions') stay out of reach ---
-        readonly_paths=_readonly_for_run(build),
-        writable_paths=_writable_for_run(cache_dir),
-    )
+    spare = SPARES.claim(_spare_config(target, cache_dir, options.scratch_root, limits))
+    if spare is not None:
+        scratches.append(spare.scratch)
+        run, job = _run_in_spare(spare, job)
+    else:
+        job_path = scratch / "job.json"
+        job = job.model_copy(update={"spawned_at": time.time()})
+        job_path.write_text(job.model_dump_json())
+        run = run_sandboxed(
+            [sys.executable, "-m", "evaluator.runner", str(job_path)],
+            scratch=scratch,
+            limits=limits,
+            gpu=target.backend != Backend.CPU,
+            env=env,
+            # --- sandbox: the candidate may write only the caches its own builds need; baselines,
+            # probed targets and compiled native modules (other submissions') stay out of reach ---
+            readonly_paths=_readonly_for_run(build),
+            writable_paths=_writable_for_run(cache_dir),
+        )
     durations["run"] = run.wall_s
     run_ended = time.time()
     logs = Logs(compile=compile_log, run=_run_log(run))
@@ -318,6 +352,57 @@ def _evaluate(
     )
     durations.update(report.durations_s)
     return _finish(problem, result, durations, started)
+
+
+def _spare_config(target: Target, cache_dir: Path, scratch_root: Path | None, limits: Limits) -> SpareConfig:
+    """What the run child's sandbox depends on; env as child_env would give it in any scratch."""
+    return SpareConfig(
+        python=sys.executable,
+        gpu=target.backend != Backend.CPU,
+        backend=target.backend,
+        env=child_env(Path(SCRATCH_PLACEHOLDER), cache_dir, target.backend),
+        sandbox_env={k: os.environ[k] for k in (UNSAFE_ENV, EXTRA_RO_ENV, MEMORY_ENV) if k in os.environ},
+        cache_dir=cache_dir,
+        scratch_root=scratch_root.resolve() if scratch_root is not None else None,
+        limits=limits,
+        writable_paths=tuple(_writable_for_run(cache_dir)),
+    )
+
+
+def _run_in_spare(spare: Spare, job: RunJob) -> tuple[SandboxRun, RunJob]:
+    """Give the job to a waiting spare: its files go into the spare's scratch (the sandbox sees
+    them through its bind), then the go line; the wall clock starts there."""
+    scratch = spare.scratch
+    try:
+        problem_path = scratch / job.problem_path.name
+        candidate_path = scratch / job.candidate_path.name
+        shutil.copyfile(job.problem_path, problem_path)
+        shutil.copyfile(job.candidate_path, candidate_path)
+        build = job.build
+        if build is not None and build.module_path is not None:
+            # The plain run binds the module's cache directory read-only; a spare's binds were
+            # fixed before the build existed. A copy (never a hard link: scratch is writable and
+            # the cached module is shared) under the same name, so PyInit_<name> still matches.
+            module = scratch / "module" / build.module_path.name
+            module.parent.mkdir()
+            shutil.copyfile(build.module_path, module)
+            build = build.model_copy(update={"module_path": module})
+        job = job.model_copy(
+            update={
+                "problem_path": problem_path,
+                "candidate_path": candidate_path,
+                "build": build,
+                "report_path": scratch / job.report_path.name,
+                "phase_path": scratch / job.phase_path.name,
+                "spawned_at": time.time(),  # the release: process_start counts from here
+            }
+        )
+        spare.job_path.write_text(job.model_dump_json())
+    except BaseException:
+        spare.discard()
+        raise
+    spare.release()
+    return spare.process.finish(), job
 
 
 def _measure_baselines(

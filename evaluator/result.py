@@ -113,6 +113,13 @@ class Result(_Model):
     flags: list[str] = Field(default_factory=list)
     target: Target | None = None
     logs: Logs = Field(default_factory=Logs)
-    durations_s: dict[str, float] = Field(default_factory=dict)
+    durations_s: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "wall seconds per phase (docs/internals.md, Child protocol); `total` is the "
+            "evaluation's clock. `spare_start` and `spare_import` appear when a spare run child "
+            "served the evaluation: spent before the job arrived, so not part of `total`"
+        ),
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     message: str | None = Field(default=None, description="one line for the author: what to fix")

@@ -6,6 +6,11 @@ load the candidate, run the correctness trials, time it. The parent (evaluator/a
 in the sandbox with a wall-clock limit; a crash or hang leaves no report and the parent turns
 that into `runtime_error` / `timeout`. Stdout and stderr are logs only.
 
+`python -m evaluator.runner --await-job JOB.json [--spawned-at T]` is a spare (evaluator/spares.py):
+it does the imports first, then waits for one line on stdin; only then does it read JOB.json (the
+parent writes it after the spawn) and go on as above. EOF instead of a line: discarded, exit 0.
+The time spent before the job arrived is reported apart (`spare_start`, `spare_import`).
+
 Order inside a correctness trial (DESIGN.md): fresh inputs from the trial's seed, a pristine
 copy, poisoned free memory, the candidate first, then the reference from the pristine copy (so
 no reference result of this trial exists while the candidate runs), compare, then overwrite the
@@ -15,6 +20,7 @@ reference outputs before freeing them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import os
 import random
@@ -35,6 +41,23 @@ from evaluator.result import Correctness, Language, Roofline, Target, Timing, Ve
 
 PROBLEM_MODULE = "kjudge_problem"
 INPUT_MODIFIED = "input_modified"
+# Written beside the job file once a spare has imported everything: the parent may look.
+SPARE_READY = "spare-ready"
+# What a run imports before it looks at its job (torch: nearly all of the ~3 s) and the modules
+# the later phases import lazily. A spare imports them before its job exists: trusted code only.
+PRELOAD = (
+    "torch",
+    "torch.profiler",
+    "evaluator.targets.detect",
+    "evaluator.integrity",
+    "evaluator.roofline",
+    "evaluator.correctness",
+    "evaluator.timing",
+    "evaluator.languages.native",
+    "evaluator.languages.python_module",
+    "evaluator.build",
+)
+USAGE = "usage: python -m evaluator.runner JOB.json | --await-job JOB.json [--spawned-at UNIX_TIME]"
 
 
 class RunJob(BaseModel):
@@ -59,7 +82,8 @@ class RunJob(BaseModel):
     baselines_only: bool = False
     report_path: Path
     phase_path: Path
-    spawned_at: float  # time.time() in the parent just before the child started
+    # time.time() in the parent just before the child started (a spare: just before its release)
+    spawned_at: float
     # the device's ceilings, measured once by a trusted child (evaluator/ceilings.py)
     ceilings: Ceilings | None = None
 
@@ -108,10 +132,11 @@ def exception_line(exc: BaseException) -> str:
 
 
 class Runner:
-    def __init__(self, job: RunJob) -> None:
+    def __init__(self, job: RunJob, before_job: dict[str, float] | None = None) -> None:
         self.job = job
         self.report = RunReport()
-        self.durations: dict[str, float] = {}
+        # A spare's time spent before its job arrived: reported, under keys of its own.
+        self.durations: dict[str, float] = dict(before_job or {})
         self._inputs_s = 0.0  # input generation time, reported apart from the phase it ran in
         self.flags: list[str] = []
 
@@ -488,12 +513,48 @@ class Runner:
         self.report.timing = Timing(**stats.as_result())
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m evaluator.runner JOB.json", file=sys.stderr)
-        return 2
-    job = RunJob.model_validate_json(Path(argv[0]).read_text())
-    report = Runner(job).run()
+def preload() -> None:
+    """Import what the run will import. A failure is left for the run's own import phase, which
+    raises it again where it is reported."""
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            return
+
+
+def _read_go_line() -> bool:
+    """Block until the parent releases this spare (a line) or discards it (EOF)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 1)  # unbuffered: nothing past the line is taken from the pipe
+        if not chunk:
+            break
+        line += chunk
+    # The candidate runs in this process: it reads an empty stdin, never the parent's pipe.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return line.endswith(b"\n")
+
+
+def await_job(job_path: Path, spawned_at: float | None) -> int:
+    before: dict[str, float] = {}
+    if spawned_at is not None:
+        before["spare_start"] = max(0.0, time.time() - spawned_at)
+    start = time.perf_counter()
+    preload()
+    before["spare_import"] = time.perf_counter() - start
+    with contextlib.suppress(OSError):
+        job_path.with_name(SPARE_READY).touch()
+    if not _read_go_line():
+        return 0  # discarded before a job arrived: nothing to report
+    return run_job(job_path, before)
+
+
+def run_job(job_path: Path, before_job: dict[str, float] | None = None) -> int:
+    job = RunJob.model_validate_json(job_path.read_text())
+    report = Runner(job, before_job).run()
     report.finished_at = time.time()
     tmp = job.report_path.with_suffix(".tmp")
     tmp.write_text(report.model_dump_json())
@@ -503,6 +564,26 @@ def main(argv: list[str]) -> int:
     # Skip interpreter teardown: atexit hooks and destructors are the candidate's code, and a
     # device left in an error state can hang at exit. The report is already written.
     os._exit(0)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def main(argv: list[str]) -> int:
+    match argv:
+        case [job] if not job.startswith("-"):
+            return run_job(Path(job))
+        case ["--await-job", job]:
+            return await_job(Path(job), None)
+        case ["--await-job", job, "--spawned-at", at] if _is_float(at):
+            return await_job(Path(job), float(at))
+    print(USAGE, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ Layers, each covering what the others cannot:
   available — the process count and resident memory of the whole tree.
 A kill takes the whole sandbox: bwrap's pid-namespace init dies, the kernel kills the rest.
 
+`run_sandboxed` runs a command to its end. `start_sandboxed` splits that in two for a spare run
+child (evaluator/spares.py): the sandbox is made and the command started, but the watchdog's
+wall clock starts only at `SandboxProcess.release`, which hands the command its go line on stdin.
+
 If bubblewrap cannot be used, untrusted code is refused (`SandboxRun.refused` says why, callers
 turn it into verdict `rejected`) unless the operator opted out with `KJUDGE_UNSAFE_NO_SANDBOX=1`
 or `unsafe_no_sandbox=True`; then the same limits apply without the namespaces.
@@ -265,7 +269,97 @@ def _data_fd(text: str) -> int:
     return r
 
 
-def run_sandboxed(
+class SandboxProcess:
+    """A started sandbox whose command has not been released yet (see `start_sandboxed`).
+
+    Until `release`, nothing watches the clock: the command is trusted kjudge code waiting on its
+    stdin (a spare run child importing torch). Every other limit is already in force (rlimits,
+    cgroup, namespaces). Exactly one of `finish` or `discard` must end it.
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        limits: Limits,
+        cgroup: RunCgroup | None,
+        gpu: bool,
+        disk_dirs: list[Path],
+        sandboxed: bool,
+    ) -> None:
+        self._proc = proc
+        self._limits = limits
+        self._cgroup = cgroup
+        self._gpu = gpu
+        self._disk_dirs = disk_dirs
+        self._sandboxed = sandboxed
+        self._released_at: float | None = None
+        self._ended = False
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def alive(self) -> bool:
+        return not self._ended and not _exited(self._proc.pid)
+
+    def release(self, data: bytes = b"") -> None:
+        """Hand `data` to the command's stdin and close it; the wall clock starts now. `data` must
+        fit the pipe's buffer (64 KiB): the command is not read from while this writes."""
+        if self._released_at is not None:
+            raise RuntimeError("a sandboxed process is released once")
+        self._released_at = time.monotonic()
+        stdin = self._proc.stdin
+        assert stdin is not None
+        # A command that already died (it will be reported by finish) closed the pipe.
+        with contextlib.suppress(BrokenPipeError, OSError):
+            if data:
+                stdin.write(data)
+        with contextlib.suppress(BrokenPipeError, OSError):
+            stdin.close()
+
+    def finish(self) -> SandboxRun:
+        """Watch the released command to its end (limits, output) and clean the sandbox up."""
+        if self._released_at is None:
+            raise RuntimeError("finish() before release()")
+        self._ended = True
+        try:
+            return _watch(
+                self._proc,
+                self._released_at,
+                self._limits,
+                self._cgroup,
+                self._gpu,
+                self._disk_dirs,
+                self._sandboxed,
+            )
+        finally:
+            self._remove_cgroup()
+
+    def discard(self) -> None:
+        """Kill the whole sandbox and clean it up; nothing is reported."""
+        if self._ended:
+            return
+        self._ended = True
+        try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            if self._cgroup is not None:
+                self._cgroup.kill_all()
+            _reap(self._proc)
+            for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        finally:
+            self._remove_cgroup()
+
+    def _remove_cgroup(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+
+
+def start_sandboxed(
     argv: Sequence[str],
     *,
     scratch: Path,
@@ -275,11 +369,12 @@ def run_sandboxed(
     readonly_paths: Sequence[Path] = (),
     writable_paths: Sequence[Path] = (),
     unsafe_no_sandbox: bool = False,
-) -> SandboxRun:
-    """Run `argv` in the sandbox with `scratch` as its writable working directory.
+) -> SandboxProcess | SandboxRun:
+    """Start `argv` in the sandbox (as `run_sandboxed` does) and return at once.
 
-    Never raises for anything the command does; `refused` is set (and nothing runs) when no
-    sandbox can be made and the operator did not opt out.
+    The command's stdin is a pipe that `SandboxProcess.release` writes to and closes; the
+    wall-clock limit counts from the release. Returns a `SandboxRun` instead when nothing runs:
+    `refused` (no sandbox could be made and the operator did not opt out) or a failed start.
     """
     scratch = Path(scratch)
     probe = sandbox_bwrap.probe()
@@ -299,6 +394,7 @@ def run_sandboxed(
         limits = limits.model_copy(update={"memory_bytes": default_memory_bytes()})
     cgroup = RunCgroup.create(pids_max=limits.nproc, memory_bytes=limits.memory_bytes)
     fds: list[int] = []
+    started = False
     try:
         cgroup_fds = cgroup.open_procs_fds() if cgroup else []
         fds += cgroup_fds
@@ -321,13 +417,14 @@ def run_sandboxed(
             pass_fds: tuple[int, ...] = (passwd_fd, group_fd)
         else:
             command, pass_fds = list(argv), ()
-        start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 command,
                 cwd=scratch,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                # A pipe, not /dev/null: release() writes the go line of a waiting child through
+                # it. Closed right after, so a command that reads stdin gets EOF either way.
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -336,16 +433,46 @@ def run_sandboxed(
             )
         except OSError as exc:
             return SandboxRun(returncode=None, stderr=f"could not start: {exc}", sandboxed=use_bwrap)
-        finally:
-            for fd in fds:
-                os.close(fd)
-            fds.clear()
-        return _watch(proc, start, limits, cgroup, gpu, [scratch, *map(Path, writable_paths)], use_bwrap)
+        started = True
+        disk_dirs = [scratch, *map(Path, writable_paths)]
+        return SandboxProcess(proc, limits, cgroup, gpu, disk_dirs, use_bwrap)
     finally:
         for fd in fds:
             os.close(fd)
-        if cgroup is not None:
+        if not started and cgroup is not None:
             cgroup.remove()
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    *,
+    scratch: Path,
+    limits: Limits,
+    gpu: bool,
+    env: dict[str, str],
+    readonly_paths: Sequence[Path] = (),
+    writable_paths: Sequence[Path] = (),
+    unsafe_no_sandbox: bool = False,
+) -> SandboxRun:
+    """Run `argv` in the sandbox with `scratch` as its writable working directory.
+
+    Never raises for anything the command does; `refused` is set (and nothing runs) when no
+    sandbox can be made and the operator did not opt out. Stdin is empty (EOF).
+    """
+    started = start_sandboxed(
+        argv,
+        scratch=scratch,
+        limits=limits,
+        gpu=gpu,
+        env=env,
+        readonly_paths=readonly_paths,
+        writable_paths=writable_paths,
+        unsafe_no_sandbox=unsafe_no_sandbox,
+    )
+    if isinstance(started, SandboxRun):
+        return started
+    started.release(b"")
+    return started.finish()
 
 
 def _watch(

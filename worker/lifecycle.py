@@ -1,7 +1,10 @@
 """Hooks into a Celery worker's life: fork safety, the workers registry and the reconciler.
 
 Connected by worker.tasks (imported only by worker processes):
-- worker_process_init (each pool child): drop the database connections inherited over fork.
+- worker_process_init (each pool child): drop the database connections inherited over fork;
+  keep a spare run child ready (evaluator.api.enable_spares: the pool child is the process that
+  evaluates, so the spare must be its child, started from its main thread).
+- worker_process_shutdown (each pool child): kill the waiting spare.
 - worker_ready (main process): start one background thread that heartbeats the `workers` row
   and runs the reconciler periodically; on a GPU worker, prepare the device once (probe,
   ceilings, precompiled header).
@@ -15,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 from db.session import get_engine, session_scope
 from worker import reconciler, routing, store
@@ -94,6 +97,23 @@ def _on_process_init(**_: Any) -> None:
     # Pooled connections opened before fork belong to the parent; using them from two processes
     # corrupts the protocol stream. close=False leaves the parent's sockets alone.
     get_engine().dispose(close=False)
+    _enable_spares(True)
+
+
+def _on_process_shutdown(**_: Any) -> None:
+    _enable_spares(False)
+
+
+def _enable_spares(on: bool) -> None:
+    """Issue #2: a run child that imported torch while the worker waited saves ~3 s per job.
+    Next to prepare() in spirit (worker start-up), but here: prepare runs in the main process,
+    evaluations in the pool child."""
+    from evaluator.api import enable_spares
+
+    try:
+        enable_spares(on)
+    except Exception as exc:
+        log.warning("spare run children %s failed: %s", "enabling" if on else "stopping", exc)
 
 
 def _prepare_device(wsettings: WorkerSettings) -> None:
@@ -137,6 +157,7 @@ def connect() -> None:
     if _connected:
         return
     worker_process_init.connect(_on_process_init, weak=False)
+    worker_process_shutdown.connect(_on_process_shutdown, weak=False)
     worker_ready.connect(_on_ready, weak=False)
     worker_shutdown.connect(_on_shutdown, weak=False)
     _connected = True
