@@ -273,6 +273,11 @@ def _evaluate(
         job = job.model_copy(update={"baselines": []})
     # ---
     spare = SPARES.claim(_spare_config(target, cache_dir, options.scratch_root, limits))
+    if target.backend != Backend.CPU:
+        # The next job's spare imports while this one runs, so that it is ready even when jobs
+        # come back to back (an RL backlog). Not on CPU targets: its imports would share the
+        # cores this run's host-clock timings measure.
+        SPARES.refill()
     if spare is not None:
         scratches.append(spare.scratch)
         run, job = _run_in_spare(spare, job)
