@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.auth import KeyCache
 from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
-from api.queue import CeleryEnqueuer, Enqueuer, worker_celery_app
+from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
 from api.routes import batches, health, leaderboard, problems, submissions
 from api.settings import Settings, get_settings
@@ -108,7 +108,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.sessionmaker = get_sessionmaker(settings)
-    app.state.enqueuer = enqueuer or CeleryEnqueuer(worker_celery_app(settings))
+    app.state.enqueuer = enqueuer or make_enqueuer(settings)
     app.state.rate_limiter = rate_limiter or make_rate_limiter(settings.effective_redis_url)
     app.state.key_cache = KeyCache(settings.api_key_cache_s)
     app.state.problem_cache = ProblemCache()
