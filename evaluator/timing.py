@@ -183,7 +183,9 @@ def _event_ms(fn: Callable[[], Any]) -> float:
     return start.elapsed_time(end)
 
 
-def _against_control(fn: Callable[[], Any], flush: Callable[[], None], reps: int) -> tuple[list[float], float]:
+def _against_control(
+    fn: Callable[[], Any], flush: Callable[[], None], reps: int
+) -> tuple[list[float], float]:
     """Synchronized times of fn, and how much longer the host clock than the events saw a control
     op that cannot escape its stream, measured in the same moments."""
     candidate: list[float] = []
