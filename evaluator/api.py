@@ -282,20 +282,10 @@ def _evaluate(
         scratches.append(spare.scratch)
         run, job = _run_in_spare(spare, job)
     else:
-        job_path = scratch / "job.json"
         job = job.model_copy(update={"spawned_at": time.time()})
-        job_path.write_text(job.model_dump_json())
-        run = run_sandboxed(
-            [sys.executable, "-m", "evaluator.runner", str(job_path)],
-            scratch=scratch,
-            limits=limits,
-            gpu=target.backend != Backend.CPU,
-            env=env,
-            # --- sandbox: the candidate may write only the caches its own builds need; baselines,
-            # probed targets and compiled native modules (other submissions') stay out of reach ---
-            readonly_paths=_readonly_for_run(build),
-            writable_paths=_writable_for_run(cache_dir),
-        )
+        # --- sandbox: the candidate may write only the caches its own builds need; baselines,
+        # probed targets and compiled native modules (other submissions') stay out of reach ---
+        run = _run_runner(job, scratch / "job.json", limits, target, env, cache_dir, _readonly_for_run(build))
     durations["run"] = run.wall_s
     run_ended = time.time()
     logs = Logs(compile=compile_log, run=_run_log(run))
@@ -424,20 +414,33 @@ def _measure_baselines(
             "spawned_at": time.time(),
         }
     )
-    bjob_path = scratch / "baselines-job.json"
-    bjob_path.write_text(bjob.model_dump_json())
-    run_sandboxed(
-        [sys.executable, "-m", "evaluator.runner", str(bjob_path)],
-        scratch=scratch,
-        limits=limits,
-        gpu=target.backend != Backend.CPU,
-        env=env,
-        writable_paths=_writable_for_run(cache_dir),
-    )
+    _run_runner(bjob, scratch / "baselines-job.json", limits, target, env, cache_dir)
     report = _read_report(bjob.report_path)
     if report is None or report.internal_error or report.problem_error or not report.baselines:
         return None
     return report
+
+
+def _run_runner(
+    job: RunJob,
+    job_path: Path,
+    limits: Limits,
+    target: Target,
+    env: dict[str, str],
+    cache_dir: Path,
+    readonly_paths: list[Path] | None = None,
+) -> SandboxRun:
+    """`python -m evaluator.runner JOB.json` in a fresh sandbox whose scratch holds the job."""
+    job_path.write_text(job.model_dump_json())
+    return run_sandboxed(
+        [sys.executable, "-m", "evaluator.runner", str(job_path)],
+        scratch=job_path.parent,
+        limits=limits,
+        gpu=target.backend != Backend.CPU,
+        env=env,
+        readonly_paths=readonly_paths or [],
+        writable_paths=_writable_for_run(cache_dir),
+    )
 
 
 # Cache subdirectories a run may write (child_env points the toolchains at them). A candidate can

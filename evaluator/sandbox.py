@@ -33,6 +33,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import ParamSpec
 
 from pydantic import BaseModel
 
@@ -50,6 +51,8 @@ MEMORY_LIMIT = "memory_limit"
 PROCESS_LIMIT = "process_limit"
 DISK_LIMIT = "disk_limit"
 CPU_LIMIT = "cpu_limit"
+
+P = ParamSpec("P")
 
 _POLL_S = 0.05
 _TREE_POLL_S = 0.1
@@ -443,36 +446,27 @@ def start_sandboxed(
             cgroup.remove()
 
 
-def run_sandboxed(
-    argv: Sequence[str],
-    *,
-    scratch: Path,
-    limits: Limits,
-    gpu: bool,
-    env: dict[str, str],
-    readonly_paths: Sequence[Path] = (),
-    writable_paths: Sequence[Path] = (),
-    unsafe_no_sandbox: bool = False,
-) -> SandboxRun:
-    """Run `argv` in the sandbox with `scratch` as its writable working directory.
+def _to_completion(start: Callable[P, SandboxProcess | SandboxRun]) -> Callable[P, SandboxRun]:
+    """`start`, released at once with an empty stdin, then watched to its end: the same
+    parameters, so one signature serves both entry points."""
 
-    Never raises for anything the command does; `refused` is set (and nothing runs) when no
-    sandbox can be made and the operator did not opt out. Stdin is empty (EOF).
-    """
-    started = start_sandboxed(
-        argv,
-        scratch=scratch,
-        limits=limits,
-        gpu=gpu,
-        env=env,
-        readonly_paths=readonly_paths,
-        writable_paths=writable_paths,
-        unsafe_no_sandbox=unsafe_no_sandbox,
-    )
-    if isinstance(started, SandboxRun):
-        return started
-    started.release(b"")
-    return started.finish()
+    def run(*args: P.args, **kwargs: P.kwargs) -> SandboxRun:
+        started = start(*args, **kwargs)
+        if isinstance(started, SandboxRun):
+            return started
+        started.release(b"")
+        return started.finish()
+
+    return run
+
+
+run_sandboxed = _to_completion(start_sandboxed)
+run_sandboxed.__doc__ = """Run `argv` in the sandbox with `scratch` as its writable working directory
+(the parameters of `start_sandboxed`).
+
+Never raises for anything the command does; `refused` is set (and nothing runs) when no
+sandbox can be made and the operator did not opt out. Stdin is empty (EOF).
+"""
 
 
 def _watch(
