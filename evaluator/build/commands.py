@@ -1,7 +1,8 @@
 """Host-compiler command lines: the precompiled torch header, host units, the final link.
 
 Device command lines (nvcc, hipcc) live with their targets (evaluator/targets/cuda.py, rocm.py).
-Everything is built -O2: -O3 adds compile time for host glue whose speed is not measured.
+Everything is built -O2 (-O3 adds compile time for little), except the generated pybind11 glue:
+-O1 (engine.py; Unit.glue), whose speed is never measured.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def cxx_compile_command(
     if pch_dir is not None:
         # -include makes torch/extension.h the unit's first header, so the .gch found in pch_dir
         # is used even when the author's own #include <torch/extension.h> comes later.
-        cmd += [f"-I{pch_dir}", "-include", PCH_HEADER]
+        # -Winvalid-pch: a .gch GCC declines (flags that differ) costs ~30 s; the log says why.
+        cmd += [f"-I{pch_dir}", "-include", PCH_HEADER, "-Winvalid-pch"]
     return cmd + includes + torch_system_includes(info) + extra
 
 

@@ -124,7 +124,7 @@ def _compile_units(
                 module_name=spec.module_name,
                 pch_dir=pch_dir,
                 includes=[f"-I{p}" for p in spec.extra_include_paths],
-                extra=list(spec.extra_cflags),
+                extra=[*(["-O1"] if unit.glue else []), *spec.extra_cflags],
             )
         else:
             commands_by_unit[unit.name] = _device_command(unit, spec, source, obj)

@@ -160,6 +160,7 @@ def plan_inline(
                         [d for d in decls if d], binding.file_scope_usings(cpp_code), functions
                     ),
                     kind=UnitKind.CXX,
+                    glue=True,
                 )
             )
             fallback.append(merged)

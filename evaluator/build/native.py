@@ -97,6 +97,7 @@ def plan(source: str, language: Language, entry: str, target: Target) -> BuildSp
         name="binding.cpp",
         code=binding.binding_unit_source([declaration], binding.file_scope_usings(code), {entry: entry}),
         kind=UnitKind.CXX,
+        glue=True,
     )
     return BuildSpec(module_name=module_name, units=[device, glue], target=target, fallback_units=[merged])
 

@@ -125,3 +125,4 @@ def test_hip_sample_builds_for_sm90_through_hip_on_cuda(build_cache: Path, sm90_
     assert out.ok, out.log
     assert out.module_path is not None and out.module_path.stat().st_size > 0
     assert "retrying" not in out.log  # the light device unit was enough
+    assert "not used because" not in out.log  # the -O1 glue unit took the -O2 precompiled header

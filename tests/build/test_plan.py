@@ -32,6 +32,7 @@ def test_cpp_is_one_host_unit_with_a_generated_binding(cpu_target: Target) -> No
     )
     assert [u.kind for u in spec.units] == [UnitKind.CXX]
     assert "torch::wrap_pybind_function(forward)" in spec.units[0].code
+    assert not spec.units[0].glue  # the author's code: built -O2 like everything measured
     assert spec.module_name.startswith("kjudge_")
 
 
@@ -42,6 +43,7 @@ def test_cuda_splits_device_code_from_the_binding(sm90_target: Target) -> None:
     assert "PYBIND11_MODULE" not in device.code
     assert device.code.startswith('#line 1 "submission.cu"\n')
     assert glue.kind is UnitKind.CXX and "torch::Tensor forward(torch::Tensor x);" in glue.code
+    assert glue.glue and not device.glue
     # If the light device unit fails, one unit with the real headers and the binding is tried.
     assert spec.fallback_units is not None and len(spec.fallback_units) == 1
     assert "PYBIND11_MODULE" in spec.fallback_units[0].code and not spec.fallback_units[0].light_torch
