@@ -47,7 +47,10 @@ SPARE_READY = "spare-ready"
 # the later phases import lazily. A spare imports them before its job exists: trusted code only.
 PRELOAD = (
     "torch",
-    "torch.profiler",
+    # The roofline's meta-device inputs go through torch._disable_dynamo wrappers, which import
+    # dynamo on first call: 4 s on the H200 machine, at the end of every run without a spare.
+    "torch._dynamo",
+    "torch.autograd.profiler",
     "evaluator.targets.detect",
     "evaluator.integrity",
     "evaluator.roofline",
