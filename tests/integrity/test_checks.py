@@ -291,3 +291,21 @@ def test_roofline_measures_again_before_calling_a_kernel_impossible(monkeypatch:
     assert (
         I.roofline_flags(namespace, 0.5, cuda, stale)[0] == [] and refreshed == []
     )  # no flag: no re-measure
+
+
+def test_profiling_a_call_does_not_import_dynamo() -> None:
+    """torch.profiler's start imports inductor and dynamo (4-5 s per evaluation on the H200
+    machine); the checks' profiler must not, or every evaluation pays it again."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from evaluator import integrity\n"
+        "out, prof = integrity.profile_call(lambda: torch.relu(torch.randn(8)), torch.device('cpu'))\n"
+        "assert 'aten::relu' in prof.ops, prof.ops\n"
+        "print('torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-2:] == ["False", "False"]
