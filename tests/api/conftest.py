@@ -9,9 +9,7 @@ fail under CI=true.
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,10 +24,8 @@ from api.auth import create_key
 from api.settings import Settings
 from db.models import Base, Problem
 from db.session import get_sessionmaker
+from tests.databases import fresh_database, unavailable
 
-PG_ADMIN_URL = os.environ.get(
-    "KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 REDIS_DB = 12  # private to these tests (tests/service uses 11)
 LOOPBACK = ("127.0.0.1", 50000)
 
@@ -55,12 +51,6 @@ CPP_SOURCE = (
 )
 
 
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is required for the API tests (.ci/run starts it)")
-    pytest.skip(f"{what} not reachable on 127.0.0.1")
-
-
 def _port_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -72,34 +62,15 @@ def _port_open(port: int) -> bool:
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     if not _port_open(6379):
-        _unavailable("Redis")
+        unavailable("Redis", "API tests")
     return f"redis://127.0.0.1:6379/{REDIS_DB}"
 
 
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
-    """A fresh database for the session, migrated with db.migrate.upgrade, dropped at the end."""
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"kjudge_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError:
-        admin.dispose()
-        _unavailable("PostgreSQL")
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    from db.migrate import upgrade
-
-    upgrade(Settings(database_url=url))
-    try:
+    """A fresh migrated database for the session (tests/databases.py)."""
+    with fresh_database("kjudge_test", "API tests") as url:
         yield url
-    finally:
-        from db.session import _engine_for
-
-        _engine_for.cache_clear()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def make_settings(pg_url: str, redis_url: str, tmp_path: Any, **over: Any) -> Settings:

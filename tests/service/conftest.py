@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.databases import fresh_database, unavailable
+
 try:
     import sqlalchemy as sa
 
@@ -30,9 +32,6 @@ except ImportError:  # a GPU node with only the evaluator's dependencies: only t
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-PG_ADMIN_URL = os.environ.get(
-    "KJUDGE_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 REDIS_DB = 11  # private to these tests; the API tests use others
 REDIS_START = [
@@ -49,12 +48,6 @@ FAST_RECOVERY_ENV = {
     "KJUDGE_WORKER_HEARTBEAT_INTERVAL_S": "1",
     "KJUDGE_WORKER_RETRY_BACKOFF_S": "0.5",
 }
-
-
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is required for the service tests (.ci/run starts it)")
-    pytest.skip(f"{what} not reachable on 127.0.0.1")
 
 
 def redis_ping() -> bool:
@@ -99,34 +92,15 @@ def ensure_redis() -> None:
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     if not redis_ping():
-        _unavailable("Redis")
+        unavailable("Redis", "service tests")
     return f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
 
 
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
-    """A fresh database for this session, migrated with `db.migrate.upgrade`, dropped at the end."""
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"kjudge_svc_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError:
-        admin.dispose()
-        _unavailable("PostgreSQL")
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    from db.migrate import upgrade
-
-    upgrade(Settings(database_url=url))
-    try:
+    """A fresh migrated database for the session (tests/databases.py)."""
+    with fresh_database("kjudge_svc", "service tests") as url:
         yield url
-    finally:
-        from db.session import _engine_for
-
-        _engine_for.cache_clear()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")
