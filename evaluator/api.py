@@ -110,7 +110,7 @@ def prepare(device: str, cache_dir: Path) -> list[str]:
             )
     from evaluator.build import prepare_toolchain
 
-    lines.append(prepare_toolchain(cache_dir / "native").strip())
+    lines.append(prepare_toolchain(_native_cache(cache_dir)).strip())
     return lines
 
 
@@ -208,7 +208,7 @@ def _evaluate(
             language,
             submission.entry,
             target,
-            cache_dir / "native",
+            _native_cache(cache_dir),
             timeout_s=options.build_timeout_s,
         )
         durations["compile"] = time.monotonic() - t
@@ -249,6 +249,7 @@ def _evaluate(
         entry=submission.entry,
         build=build,
         native_cache_dir=cache_dir / "inline",  # sandbox: kernelbench builds apart from native ones
+        pch_cache_dir=_native_cache(cache_dir),
         device=torch_device(target),  # type: ignore[arg-type]
         target=target,
         trials=options.trials,
@@ -261,6 +262,15 @@ def _evaluate(
         spawned_at=time.time(),
         ceilings=ceilings,
     )
+    if _builds_inline(language, submission.source, target):
+        # --- sandbox: the header its load_inline builds use is built here, trusted, and bound
+        # read-only into the run; a run never builds one where later runs would pick it up ---
+        t = time.monotonic()
+        from evaluator.build.pch import ensure_pch
+        from evaluator.build.toolchain import host_compiler
+
+        compile_log += ensure_pch(_native_cache(cache_dir), host_compiler(), timeout_s=900)[1]
+        durations["pch"] = time.monotonic() - t
     notify(Status.RUNNING)
     env = child_env(scratch, cache_dir, target.backend)
     limits = Limits(wall_s=options.run_timeout_s, cpu_s=int(options.run_timeout_s * 8) + 60)
@@ -285,7 +295,8 @@ def _evaluate(
         job = job.model_copy(update={"spawned_at": time.time()})
         # --- sandbox: the candidate may write only the caches its own builds need; baselines,
         # probed targets and compiled native modules (other submissions') stay out of reach ---
-        run = _run_runner(job, scratch / "job.json", limits, target, env, cache_dir, _readonly_for_run(build))
+        readonly = [*_readonly_for_run(build), *_readonly_for_any_run(cache_dir)]
+        run = _run_runner(job, scratch / "job.json", limits, target, env, cache_dir, readonly)
     durations["run"] = run.wall_s
     run_ended = time.time()
     logs = Logs(compile=compile_log, run=_run_log(run))
@@ -361,6 +372,7 @@ def _spare_config(target: Target, cache_dir: Path, scratch_root: Path | None, li
         scratch_root=scratch_root.resolve() if scratch_root is not None else None,
         limits=limits,
         writable_paths=tuple(_writable_for_run(cache_dir)),
+        readonly_paths=tuple(_readonly_for_any_run(cache_dir)),
     )
 
 
@@ -453,6 +465,27 @@ def _writable_for_run(cache_dir: Path) -> list[Path]:
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
     return dirs
+
+
+def _native_cache(cache_dir: Path) -> Path:
+    """Native builds' cache: compiled modules and the precompiled torch header (build/pch.py)."""
+    return cache_dir / "native"
+
+
+def _readonly_for_any_run(cache_dir: Path) -> list[Path]:
+    """What every run child may read: the trusted precompiled headers (load_inline uses them)."""
+    headers = _native_cache(cache_dir) / "pch"
+    headers.mkdir(parents=True, exist_ok=True)
+    return [headers]
+
+
+def _builds_inline(language: Language, source: str, target: Target) -> bool:
+    """A KernelBench candidate that builds C++/CUDA through torch.utils.cpp_extension (ROCm
+    builds through PyTorch's own hipcc path, which uses no precompiled header). Read from the
+    text: a candidate that hides the call still builds, only without the header."""
+    return (
+        language is Language.KERNELBENCH and target.backend is not Backend.ROCM and "cpp_extension" in source
+    )
 
 
 def _readonly_for_run(build: object) -> list[Path]:

@@ -73,6 +73,8 @@ class RunJob(BaseModel):
     entry: str = "forward"
     build: BuildOutput | None = None  # native languages: the module the build step produced
     native_cache_dir: Path  # where load_inline (kernelbench) builds are cached
+    # The parent's cache, whose precompiled torch header load_inline builds use (bound read-only).
+    pch_cache_dir: Path | None = None
     device: Literal["cpu", "cuda"]
     target: Target  # what the parent probed; the child refuses to run on anything else
     trials: int
@@ -359,7 +361,7 @@ class Runner:
                 if job.language is Language.KERNELBENCH:
                     from evaluator.build import install_load_inline_shim
 
-                    install_load_inline_shim(job.target, job.native_cache_dir)
+                    install_load_inline_shim(job.target, job.native_cache_dir, job.pch_cache_dir)
                 candidate = python_module.load(job.candidate_path)
         except LoadError as exc:
             self.report.compile_log = exc.log

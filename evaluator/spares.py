@@ -59,6 +59,7 @@ class SpareConfig(BaseModel):
     scratch_root: Path | None
     limits: Limits
     writable_paths: tuple[Path, ...]
+    readonly_paths: tuple[Path, ...] = ()
 
     def env_for(self, scratch: Path) -> dict[str, str]:
         return {k: v.replace(SCRATCH_PLACEHOLDER, str(scratch)) for k, v in self.env.items()}
@@ -105,6 +106,7 @@ def spawn(config: SpareConfig) -> Spare | None:
         gpu=config.gpu,
         env=config.env_for(scratch),
         writable_paths=config.writable_paths,
+        readonly_paths=config.readonly_paths,
     )
     if isinstance(started, SandboxRun):
         shutil.rmtree(scratch, ignore_errors=True)

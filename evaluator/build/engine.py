@@ -210,16 +210,29 @@ def needs_pch(spec: BuildSpec) -> bool:
 
 
 def build_spec(
-    spec: BuildSpec, cache_dir: Path, *, timeout_s: float = 300, jobs: int | None = None
+    spec: BuildSpec,
+    cache_dir: Path,
+    *,
+    timeout_s: float = 300,
+    jobs: int | None = None,
+    trusted_pch_cache: Path | None = None,
 ) -> BuildOutput:
-    """Build `spec` in this process (or return the cached module) and publish it to the cache."""
+    """Build `spec` in this process (or return the cached module) and publish it to the cache.
+
+    `trusted_pch_cache`: a cache directory whose precompiled header the trusted parent built
+    (read-only here); the build uses it if it is there and never builds one of its own, so that
+    a candidate's process (load_inline in a run sandbox) cannot plant a header for later builds.
+    Without it, the header is built under `cache_dir` when missing."""
     start = time.monotonic()
     key = spec_key(spec)
     hit = cache.lookup(cache_dir, key)
     if hit is not None:
         return hit
     pch_dir, log = None, ""
-    if needs_pch(spec):
+    if needs_pch(spec) and trusted_pch_cache is not None:
+        pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
+        log = "" if pch_dir is not None else "no precompiled header from the parent; building without it\n"
+    elif needs_pch(spec):
         pch_dir, log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=timeout_s)
     with cache.staging_dir(cache_dir, key) as work:
         out = compile_to(

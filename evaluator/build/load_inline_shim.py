@@ -244,8 +244,10 @@ def plan_load(
     )
 
 
-def _load_built(spec: BuildSpec, cache_dir: Path, is_python_module: bool, verbose: bool) -> Any:
-    out = build_spec(spec, cache_dir)
+def _load_built(
+    spec: BuildSpec, cache_dir: Path, pch_cache: Path | None, is_python_module: bool, verbose: bool
+) -> Any:
+    out = build_spec(spec, cache_dir, trusted_pch_cache=pch_cache)
     if verbose:
         print(out.log)
     if not out.ok or out.module_path is None:
@@ -272,8 +274,9 @@ def _rocm_passthrough(
     return original(*bound.args, **bound.kwargs)
 
 
-def install_load_inline_shim(target: Target, cache_dir: Path) -> None:
-    """Patch torch.utils.cpp_extension.load_inline / load for the rest of this process."""
+def install_load_inline_shim(target: Target, cache_dir: Path, pch_cache: Path | None = None) -> None:
+    """Patch torch.utils.cpp_extension.load_inline / load for the rest of this process.
+    `pch_cache`: where the trusted parent keeps the precompiled torch header (engine.build_spec)."""
     from torch.utils import cpp_extension
 
     cache_dir = Path(cache_dir)
@@ -305,7 +308,9 @@ def install_load_inline_shim(target: Target, cache_dir: Path) -> None:
             with_pytorch_error_handling=a.get("with_pytorch_error_handling", True),
             no_implicit_headers=a.get("no_implicit_headers", False),
         )
-        return _load_built(spec, cache_dir, a.get("is_python_module", True), a.get("verbose", False))
+        return _load_built(
+            spec, cache_dir, pch_cache, a.get("is_python_module", True), a.get("verbose", False)
+        )
 
     def load(*args: Any, **kwargs: Any) -> Any:
         bound = load_sig.bind(*args, **kwargs)
@@ -321,7 +326,9 @@ def install_load_inline_shim(target: Target, cache_dir: Path) -> None:
             extra_ldflags=_as_list(a.get("extra_ldflags")),
             extra_include_paths=_as_list(a.get("extra_include_paths")),
         )
-        return _load_built(spec, cache_dir, a.get("is_python_module", True), a.get("verbose", False))
+        return _load_built(
+            spec, cache_dir, pch_cache, a.get("is_python_module", True), a.get("verbose", False)
+        )
 
     load_inline.__kjudge_original__ = original_inline  # type: ignore[attr-defined]
     load.__kjudge_original__ = original_load  # type: ignore[attr-defined]

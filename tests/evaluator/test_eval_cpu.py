@@ -84,7 +84,14 @@ def test_weights_match_and_dtype_setting(cpu_options: EvalOptions) -> None:
 
 
 def test_kernelbench_load_inline_on_cpu(cpu_options: EvalOptions) -> None:
-    assert_verdict(run(cpu_options, CASES / "kb_load_inline_cpp.py"), Verdict.CORRECT)
+    result = run(cpu_options, CASES / "kb_load_inline_cpp.py")
+    assert_verdict(result, Verdict.CORRECT)
+    # The sandboxed build used the parent's precompiled header, read-only (-Winvalid-pch would
+    # say if GCC declined it), and built none where a later candidate's build would find it.
+    cache = cpu_options.resolved_cache_dir()
+    assert list((cache / "native" / "pch").glob("*/torch/extension.h.gch"))
+    assert not (cache / "inline" / "pch").exists()
+    assert "no precompiled header" not in result.logs.run and "not used because" not in result.logs.run
 
 
 # -- wrong candidates --------------------------------------------------------------------------

@@ -13,7 +13,8 @@ torch::Tensor relu_cpu(torch::Tensor x) {
 }
 """
 
-ext = load_inline(name="kb_relu_cpu", cpp_sources=source, functions=["relu_cpu"])
+# verbose: the build log goes to the run log, where the test looks for the precompiled header.
+ext = load_inline(name="kb_relu_cpu", cpp_sources=source, functions=["relu_cpu"], verbose=True)
 
 
 class ModelNew(nn.Module):
