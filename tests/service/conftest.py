@@ -33,7 +33,8 @@ except ImportError:  # a GPU node with only the evaluator's dependencies: only t
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
-REDIS_DB = 11  # private to these tests; the API tests use others
+# Private to these tests (the API tests use 12); KJUDGE_TEST_REDIS_DB_SERVICE moves it.
+REDIS_DB = int(os.environ.get("KJUDGE_TEST_REDIS_DB_SERVICE", "11"))
 REDIS_START = [
     "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", str(REDIS_PORT),
     "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log",
