@@ -311,7 +311,10 @@ def _evaluate(
         raise EvaluationError("the evaluation child failed inside kjudge:\n" + report.internal_error)
 
     measured = trusted.baselines if trusted is not None else {}  # never the candidate's report's
-    if measured and trusted is not None and trusted.target is not None:
+    # A baseline measured on a busy host or GPU is used for this result, flagged, and not cached:
+    # every later submission of the problem would inherit the bad yardstick.
+    disturbed = trusted is not None and any(t.contended for t in trusted.baseline_timing.values())
+    if measured and not disturbed and trusted is not None and trusted.target is not None:
         # Keyed as the next lookup keys it: the probed device and the installed torch's version
         # (the child's torch.__version__ may spell it differently, "2.11.0+cu130" vs "2.11.0",
         # which made every evaluation re-measure its baselines).
@@ -322,6 +325,7 @@ def _evaluate(
                 device=target.device,
                 torch_version=torch_version,
                 problem_id=problem.id,
+                conditions={k: v.model_dump() for k, v in trusted.baseline_timing.items()},
             )
         )
         cached = cache.load(problem.id, target.device, torch_version)
@@ -329,7 +333,7 @@ def _evaluate(
     if options.baselines:
         eager = measured.get("eager_ms", cached.eager_ms if cached else None)
         compiled = measured.get("compile_ms", cached.compile_ms if cached and want_compile else None)
-        baseline = Baseline(eager_ms=eager, compile_ms=compiled)
+        baseline = Baseline(eager_ms=eager, compile_ms=compiled, contended=disturbed)
     speedup = None
     if report.timing is not None and baseline is not None and report.timing.median_ms > 0:
         speedup = Speedup(

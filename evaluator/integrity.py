@@ -19,6 +19,8 @@ import functools
 import importlib
 import inspect
 import math
+import random
+import secrets
 import statistics
 import sys
 import threading
@@ -44,6 +46,7 @@ CACHED_OUTPUT = "cached_output"
 LAZY_OUTPUT = "lazy_output"
 EXCEEDS_ROOFLINE = "exceeds_roofline"
 RECYCLED_MEMORY = "recycled_memory"
+from evaluator.timing import TIMED_OUTPUT_MISMATCH  # noqa: E402  a timed call was wrong
 NO_CUSTOM_KERNEL = "no_custom_kernel"  # informational: only PyTorch's own kernels ran
 
 # Every one of these makes the result meaningless; the runner turns them into `rejected`.
@@ -58,6 +61,7 @@ REJECTING_FLAGS: frozenset[str] = frozenset(
         LAZY_OUTPUT,
         EXCEEDS_ROOFLINE,
         RECYCLED_MEMORY,
+        TIMED_OUTPUT_MISMATCH,
     }
 )
 
@@ -72,6 +76,8 @@ MESSAGES: dict[str, str] = {
     LAZY_OUTPUT: "outputs are lazy: not plain tensors, or they change after a later call",
     EXCEEDS_ROOFLINE: "faster than moving the inputs and outputs once at the device's measured bandwidth",
     RECYCLED_MEMORY: "outputs depend on leftover contents of freed memory (unwritten or recycled buffers)",
+    TIMED_OUTPUT_MISMATCH: "a timed call's outputs were wrong although the checked calls were right "
+    "(the kernel behaves differently once it thinks correctness is over)",
     NO_CUSTOM_KERNEL: "only PyTorch's own kernels were launched",
 }
 
@@ -99,6 +105,8 @@ _MODULES: tuple[Any, ...] = (
     time,
     math,
     statistics,
+    secrets,  # the timer's secret draws (which timed calls are checked, their input seeds)
+    random,
     builtins,
     threading,
 )

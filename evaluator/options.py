@@ -49,11 +49,15 @@ class TimingOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    warmup_ms: float = 25.0
+    # GPU clocks ramp up under load: 100 ms of calls before the first sample settles them.
+    warmup_ms: float = 100.0
     min_warmup_calls: int = 3
     min_reps: int = 10
     max_reps: int = 1000
     max_time_s: float = 2.0  # measured time cap per timed function
+    # Wall-clock cap on the sampling loop, whatever the events measured: work that escapes the
+    # events (a side stream) or slow input generation cannot hold a GPU longer than this.
+    budget_s: float = Field(default=6.0, gt=0)
     target_rse: float = 0.01  # stop once std/sqrt(n)/mean falls below this
     sync_check_reps: int = 5  # reps timed with a device-wide synchronize to catch escaping work
 
