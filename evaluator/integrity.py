@@ -36,6 +36,7 @@ import torch.autograd.profiler
 
 from evaluator.ceilings import Ceilings
 from evaluator.result import Roofline
+from evaluator.timing import TIMED_OUTPUT_MISMATCH  # a timed call's outputs were wrong
 
 REFERENCE_OP_CALLED = "reference_op_called"
 SIDE_STREAM_WORK = "side_stream_work"
@@ -46,7 +47,6 @@ CACHED_OUTPUT = "cached_output"
 LAZY_OUTPUT = "lazy_output"
 EXCEEDS_ROOFLINE = "exceeds_roofline"
 RECYCLED_MEMORY = "recycled_memory"
-from evaluator.timing import TIMED_OUTPUT_MISMATCH  # noqa: E402  a timed call was wrong
 NO_CUSTOM_KERNEL = "no_custom_kernel"  # informational: only PyTorch's own kernels ran
 
 # Every one of these makes the result meaningless; the runner turns them into `rejected`.

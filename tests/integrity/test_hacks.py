@@ -89,7 +89,9 @@ def timed_options(options: EvalOptions) -> EvalOptions:
     return options.model_copy(
         update={
             "measure_timing": True,
-            "timing": TimingOptions(warmup_ms=5, min_warmup_calls=3, min_reps=30, max_time_s=0.2, budget_s=1.5),
+            "timing": TimingOptions(
+                warmup_ms=5, min_warmup_calls=3, min_reps=30, max_time_s=0.2, budget_s=1.5
+            ),
         }
     )
 
