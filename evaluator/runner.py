@@ -250,7 +250,10 @@ class Runner:
             self.report.verdict = Verdict.INCORRECT
             return
 
-        if job.measure_timing:
+        from evaluator.integrity import REJECTING_FLAGS, rejection_message
+
+        # No GPU time for losers: a candidate already rejected is not timed.
+        if job.measure_timing and not any(f in REJECTING_FLAGS for f in self.flags):
             with self.phase("timing"):
                 self._time(fn)
             # --- integrity: the timer untouched, the time physically possible ---
@@ -265,8 +268,6 @@ class Runner:
                     )
                 self._add_integrity_flags(flags, {f: detail for f in flags})
             # ---
-
-        from evaluator.integrity import REJECTING_FLAGS, rejection_message
 
         if any(f in REJECTING_FLAGS for f in self.flags):
             self.report.verdict = Verdict.REJECTED
