@@ -176,10 +176,15 @@ def main(argv: list[str]) -> int:
         cases_path.write_text(json.dumps(cases))
         print(f"built {len(cases)} kernels in {time.monotonic() - started:.0f} s", flush=True)
         reps: list[dict[str, Any]] = []
-        for i in range(args.reps):
-            t = time.monotonic()
-            reps.append(run_repetition(cases_path, args.kernelbench_timing, workdir / f"rep{i}.json"))
-            print(f"repetition {i + 1}/{args.reps}: {time.monotonic() - t:.0f} s", flush=True)
+        try:
+            for i in range(args.reps):
+                t = time.monotonic()
+                reps.append(run_repetition(cases_path, args.kernelbench_timing, workdir / f"rep{i}.json"))
+                print(f"repetition {i + 1}/{args.reps}: {time.monotonic() - t:.0f} s", flush=True)
+        except KeyboardInterrupt:  # a time limit (timeout -s INT): report the repetitions done
+            print(f"interrupted after {len(reps)} repetitions", flush=True)
+        if not reps:
+            return 1
         device = reps[0]["device"]
 
     rows = []
@@ -198,7 +203,7 @@ def main(argv: list[str]) -> int:
             "medians_ms": medians,
         }
         rows.append(row)
-    print_table(rows, device, args.reps)
+    print_table(rows, device, len(reps))
 
     def worst(lo_ms: float, hi_ms: float) -> float | None:
         values = [r["spread_kjudge"] for r in rows if r["median_ms"] and lo_ms <= r["median_ms"] < hi_ms]
@@ -220,7 +225,7 @@ def main(argv: list[str]) -> int:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "quick": args.quick,
-        "repetitions": args.reps,
+        "repetitions": len(reps),
         "statistic": "max/min over repetitions of each method's median (ms); kjudge: Result.timing.median_ms",
         "headline": {
             "max_spread_over_50us": worst(0.05, float("inf")),
