@@ -325,8 +325,10 @@ class Runner:
             raise ProblemFailure(f"constructing the problem's Model raised {exception_line(exc)}") from exc
         return init_inputs, model
 
-    def make_inputs(self, seed: int) -> list[Any]:
-        """Inputs for one seed, created on the device (torch.rand in get_inputs allocates there)."""
+    def make_inputs(self, seed: int, sync: bool = True) -> list[Any]:
+        """Inputs for one seed, created on the device (torch.rand in get_inputs allocates there).
+        `sync=False` leaves their generation queued on the stream (the timer's fresh inputs: a
+        host that waits for each set would leave the GPU idle between timed calls)."""
         start = time.perf_counter()
         torch = self.torch
         self.seed_all(seed)
@@ -338,7 +340,8 @@ class Runner:
         if not isinstance(inputs, list | tuple):
             raise ProblemFailure(f"get_inputs() must return a list of inputs, not {type(inputs).__name__}")
         inputs = [self._prepare(x) for x in inputs]
-        self.sync()
+        if sync:
+            self.sync()
         self._inputs_s += time.perf_counter() - start
         return inputs
 
@@ -501,7 +504,7 @@ class Runner:
         """A new input set under a secret seed: drawn here, after the candidate was loaded, so
         neither the job file nor anything the candidate computed ahead can know it."""
         seed = secrets.randbelow(1 << 31)
-        return seed, self.make_inputs(seed)
+        return seed, self.make_inputs(seed, sync=False)
 
     def check_outputs(self, seed: int, out: Any) -> str | None:
         """Compare one timed call's outputs with the reference on the same seed's inputs, made

@@ -37,6 +37,7 @@ import os
 import secrets
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,10 +188,17 @@ class Checker:
     def expect_calls(self, calls: float) -> None:
         self.probability = min(1.0, max(MIN_CHECK_PROBABILITY, CHECKS_WANTED / max(calls, 1.0)))
 
+    def draw(self) -> bool:
+        return self._rng.random() < self.probability
+
     def after_call(self, seed: int, outputs: Any, sync: Callable[[], None]) -> None:
-        if self.subject.check is None or self._rng.random() >= self.probability:
+        if self.subject.check is None or not self.draw():
             return
         sync()
+        self.run_check(seed, outputs)
+
+    def run_check(self, seed: int, outputs: Any) -> None:
+        assert self.subject.check is not None
         self.checked += 1
         problem = self.subject.check(seed, outputs)
         if problem:
@@ -308,6 +316,29 @@ class L2Flusher:
         self.buffer.zero_()
 
 
+class ClockKeeper:
+    """Keeps the GPU busy where the timer itself would leave it idle, so that its clocks are up
+    when a timed region starts: a spin kernel before warm-up (an idle GPU starts slow: the first
+    of ten fresh processes read up to 10% slower), and one covering the host's refill of a
+    batch's inputs (the small kernels' refill is host-bound)."""
+
+    RAMP_MS = 50.0
+
+    def __init__(self) -> None:
+        start, end = _event_pair()
+        cycles = 1_000_000
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        self.cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+
+    def spin(self, ms: float) -> None:
+        """Queue `ms` of device-side busy waiting on the current stream (returns at once)."""
+        if ms > 0:
+            torch.cuda._sleep(int(self.cycles_per_ms * min(ms, 200.0)))
+
+
 def _event_pair() -> tuple[torch.cuda.Event, torch.cuda.Event]:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -337,30 +368,55 @@ def _probe(subject: Subject, flush: Callable[[], None], checker: Checker) -> tup
 def time_gpu(subject: Subject, opts: TimingOptions, device: torch.device | str = "cuda") -> TimingStats:
     device = torch.device(device)
     flush = L2Flusher(device)
+    clocks = ClockKeeper()
     checker = Checker(subject)
-    stats = _time_gpu_once(subject, opts, flush, checker)
+    stats = _time_gpu_once(subject, opts, flush, clocks, checker)
     if stats.contended and not stats.flags:
-        stats = _time_gpu_once(subject, opts, flush, checker)
+        stats = _time_gpu_once(subject, opts, flush, clocks, checker)
     stats.checked_calls = checker.checked
     return stats
 
 
-def _time_gpu_once(subject: Subject, opts: TimingOptions, flush: L2Flusher, checker: Checker) -> TimingStats:
+def _time_gpu_once(
+    subject: Subject, opts: TimingOptions, flush: L2Flusher, clocks: ClockKeeper, checker: Checker
+) -> TimingStats:
+    clocks.spin(ClockKeeper.RAMP_MS)
     _warm_up(subject, opts, checker, torch.cuda.synchronize)
     per_call_ms, launch_us = _probe(subject, flush, checker)
     if per_call_ms < SMALL_KERNEL_MS:
-        stats = _time_batched(subject, opts, flush, checker, per_call_ms)
+        stats = _time_batched(subject, opts, flush, clocks, checker, per_call_ms)
     else:
         stats = _time_per_call(subject, opts, flush, checker, per_call_ms)
     stats.launch_overhead_us = round(launch_us, 2)
     return _side_stream_check(subject, opts, flush, stats)
 
 
+class _Deferred:
+    """Calls drawn for a check, kept until the host next synchronizes anyway: checking at once
+    would stall the queue (the GPU idles, its clocks drop). The draw is still made right after
+    the call returned; only the comparison waits."""
+
+    def __init__(self, checker: Checker) -> None:
+        self.checker = checker
+        self.pending: list[tuple[int, Any]] = []
+
+    def after_call(self, seed: int, outputs: Any) -> None:
+        if self.checker.subject.check is not None and self.checker.draw():
+            self.pending.append((seed, outputs))
+
+    def run(self) -> None:
+        pending, self.pending = self.pending, []
+        for seed, outputs in pending:
+            self.checker.run_check(seed, outputs)
+
+
 def _time_per_call(
     subject: Subject, opts: TimingOptions, flush: L2Flusher, checker: Checker, per_call_ms: float
 ) -> TimingStats:
-    """One event pair per call, L2 flushed before each, fresh inputs each time."""
+    """One event pair per call, L2 flushed before each, fresh inputs each time; nothing waits
+    for the device inside a batch, so the GPU runs generation, flush and call back to back."""
     checker.expect_calls(min(opts.max_reps, opts.max_time_s * 1000.0 / max(per_call_ms, 1e-3)))
+    deferred = _Deferred(checker)
     # Events are read every ~50 ms of calls: fewer host syncs, still a responsive stopping rule.
     batch = max(1, min(opts.max_reps, int(50.0 / max(per_call_ms, 1e-3))))
     stop = _Stop(opts)
@@ -375,10 +431,11 @@ def _time_per_call(
             out = subject.call(inputs)
             end.record()
             pairs.append((start, end))
-            checker.after_call(seed, out, torch.cuda.synchronize)
+            deferred.after_call(seed, out)
             del out, inputs
         torch.cuda.synchronize()
         times.extend(s.elapsed_time(e) for s, e in pairs)
+        deferred.run()
     stats = summarize(times, l2_flushed=True)
     stats.method = METHOD_PER_CALL
     stats.contended = _drifted(times)
@@ -396,35 +453,44 @@ def _batch_size(subject: Subject, per_call_ms: float) -> int:
 
 
 def _time_batched(
-    subject: Subject, opts: TimingOptions, flush: L2Flusher, checker: Checker, per_call_ms: float
+    subject: Subject,
+    opts: TimingOptions,
+    flush: L2Flusher,
+    clocks: ClockKeeper,
+    checker: Checker,
+    per_call_ms: float,
 ) -> TimingStats:
     k = _batch_size(subject, per_call_ms)
     checker.expect_calls(min(opts.max_reps, opts.max_time_s * 1000.0 / max(per_call_ms * k, 1e-3)) * k)
-    graph = _GraphBatch.capture(subject, k)
+    graph = _GraphBatch.capture(subject, k, checker)
+    deferred = _Deferred(checker)
+    refill_ms = 0.0
     stop = _Stop(opts)
     times: list[float] = []
     while not stop(times, k):
+        clocks.spin(refill_ms)  # busy while the host prepares the next batch's inputs
+        host0 = time.perf_counter()
         if graph is not None:
             seeds = graph.refill(subject)
-            flush()
-            start, end = _event_pair()
-            start.record()
-            graph.replay()
-            end.record()
-            outputs = graph.outputs
         else:
             sets = [subject.fresh() for _ in range(k)]
             seeds = [seed for seed, _ in sets]
-            flush()
-            start, end = _event_pair()
-            start.record()
+        refill_ms = (time.perf_counter() - host0) * 1000.0
+        flush()
+        start, end = _event_pair()
+        start.record()
+        if graph is not None:
+            graph.replay()
+            outputs = graph.outputs
+        else:
             outputs = [subject.call(inputs) for _, inputs in sets]
-            end.record()
             del sets
+        end.record()
+        for seed, out in zip(seeds, outputs, strict=True):
+            deferred.after_call(seed, out)
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / k)
-        for seed, out in zip(seeds, outputs, strict=True):
-            checker.after_call(seed, out, torch.cuda.synchronize)
+        deferred.run()
         del outputs
     stats = summarize(times, l2_flushed=True)
     stats.method = METHOD_GRAPH if graph is not None else METHOD_BACK_TO_BACK
@@ -441,20 +507,35 @@ class _GraphBatch:
         self.graph, self.inputs, self.outputs = graph, inputs, outputs
 
     @classmethod
-    def capture(cls, subject: Subject, k: int) -> _GraphBatch | None:
+    def capture(cls, subject: Subject, k: int, checker: Checker) -> _GraphBatch | None:
+        """The graph, or None when the calls cannot be captured or the graph does not reproduce
+        them: work launched outside the capture stream (a kernel on the legacy default stream)
+        runs once during capture and leaves an empty graph, so every slot of one replay on fresh
+        inputs is checked before the graph is trusted. Either way the calls are then timed back
+        to back, checked as usual: a candidate gains nothing by failing the capture."""
         sets = [subject.fresh()[1] for _ in range(k)]
         if not all(isinstance(x, torch.Tensor) and x.is_cuda for inputs in sets for x in inputs):
             return None  # a scalar argument would be frozen into the graph
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph):
-                outputs = [subject.call(inputs) for inputs in sets]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "the CUDA Graph is empty": found out below
+                with torch.cuda.graph(graph):
+                    outputs = [subject.call(inputs) for inputs in sets]
         except Exception:  # noqa: BLE001  not capturable (a sync, the legacy stream, host work)
             torch.cuda.synchronize()
             return None
         torch.cuda.synchronize()
-        return cls(graph, sets, outputs)
+        batch = cls(graph, sets, outputs)
+        if subject.check is not None:
+            seeds = batch.refill(subject)
+            batch.replay()
+            torch.cuda.synchronize()
+            if not all(subject.check(seed, out) is None for seed, out in zip(seeds, outputs, strict=True)):
+                return None
+            checker.checked += len(seeds)
+        return batch
 
     def refill(self, subject: Subject) -> list[int]:
         seeds = []

@@ -7,6 +7,7 @@ from pathlib import Path
 from evaluator.baselines import COMPILE, EAGER, BaselineCache, BaselineEntry, missing
 from evaluator.options import TimingOptions
 from evaluator.timing import (
+    HOST_BUSY_CORES,
     TIMED_OUTPUT_MISMATCH,
     Checker,
     HostLoad,
@@ -123,8 +124,8 @@ def test_host_load_sees_another_busy_process() -> None:
     finally:
         stop.set()
         spinner.join()
-    assert busy > 0.6, (quiet, busy)
-    assert busy > quiet
+    # A spinning process is more than the threshold that marks a CPU timing as contended.
+    assert busy > HOST_BUSY_CORES, (quiet, busy)
 
 
 def _spin(stop: object) -> None:
