@@ -148,3 +148,48 @@ def test_baseline_cache_round_trip_and_merge(tmp_path: Path) -> None:
     # Keyed by device and torch version.
     assert cache.load("p", "other", "2.0") is None
     assert cache.load("p", "dev", "2.1") is None
+
+
+# -- a baseline measured on a busy host ------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+LEGIT = REPO / "tests" / "adversarial" / "submissions" / "legit.py"
+SMALL_RELU = REPO / "tests" / "adversarial" / "problem_relu.py"
+
+
+def test_a_baseline_measured_on_a_loaded_host_is_flagged_and_never_cached(tmp_path: Path) -> None:
+    """The poisoned-baseline case (issue 13): eager measured while other work ran on the host
+    must not become the problem's cached yardstick."""
+    import multiprocessing
+    import os
+
+    from evaluator.api import evaluate
+    from evaluator.baselines import installed_torch_version
+    from evaluator.options import EvalOptions, Submission
+    from evaluator.problem import Problem
+    from evaluator.result import Verdict
+
+    problem = Problem.from_file(SMALL_RELU)
+    options = EvalOptions(
+        device="cpu",
+        trials=1,
+        timing=TimingOptions(warmup_ms=5, min_reps=10, max_time_s=0.3, budget_s=2.0),
+        run_timeout_s=120,
+        cache_dir=tmp_path / "cache",
+    )
+    stop = multiprocessing.Event()
+    spinners = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(os.cpu_count() or 2)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        loaded = evaluate(problem, Submission.from_file(LEGIT), options)
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
+    assert loaded.verdict == Verdict.CORRECT, (loaded.message, loaded.logs.run[-2000:])
+    assert loaded.baseline is not None and loaded.baseline.eager_ms
+    assert loaded.baseline.contended, "eager timed beside spinning processes must be flagged"
+    assert loaded.target is not None
+    cache = BaselineCache(tmp_path / "cache")
+    assert cache.load(problem.id, loaded.target.device, installed_torch_version() or "unknown") is None
