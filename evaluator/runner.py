@@ -400,12 +400,9 @@ class Runner:
 
     def _correctness(self, fn: Callable[..., Any]) -> bool:
         from evaluator.correctness import (
-            Comparison,
             clone_tree,
-            compare,
             poison_free_memory,
             same_values,
-            scrub,
             tensors_in,
         )
 
@@ -426,18 +423,8 @@ class Runner:
             if INPUT_MODIFIED not in self.flags and not same_values(inputs, pristine):
                 self.flags.append(INPUT_MODIFIED)
             del inputs
-            try:
-                with torch.no_grad():
-                    ref = self.reference(*pristine)
-                self.sync()
-            except Exception as exc:  # noqa: BLE001
-                raise ProblemFailure(f"the reference Model's forward raised {exception_line(exc)}") from exc
-            try:
-                result = compare(out, ref, atol, rtol)
-            except Exception as exc:  # noqa: BLE001  exotic output objects
-                result = Comparison(ok=False, message=f"the output cannot be compared: {exception_line(exc)}")
-            scrub(ref)
-            del ref, out, pristine
+            result = self.compare_with_reference(out, pristine)
+            del out, pristine
             max_abs, max_rel = max(max_abs, result.max_abs_err), max(max_rel, result.max_rel_err)
             if not result.ok:
                 message = f"{where}: {result.message}"
@@ -506,15 +493,13 @@ class Runner:
         seed = secrets.randbelow(1 << 31)
         return seed, self.make_inputs(seed, sync=False)
 
-    def check_outputs(self, seed: int, out: Any) -> str | None:
-        """Compare one timed call's outputs with the reference on the same seed's inputs, made
-        again (the candidate may have written to the ones it was given)."""
+    def compare_with_reference(self, out: Any, pristine: list[Any]) -> Any:
+        """The reference on `pristine` inputs (computed now, after the candidate's call, and
+        overwritten before it is freed) compared with `out`: a correctness.Comparison."""
         from evaluator.correctness import Comparison, compare, scrub
 
-        torch = self.torch
-        pristine = self.make_inputs(seed)
         try:
-            with torch.no_grad():
+            with self.torch.no_grad():
                 ref = self.reference(*pristine)
             self.sync()
         except Exception as exc:  # noqa: BLE001
@@ -524,6 +509,12 @@ class Runner:
         except Exception as exc:  # noqa: BLE001  exotic output objects
             result = Comparison(ok=False, message=f"the output cannot be compared: {exception_line(exc)}")
         scrub(ref)
+        return result
+
+    def check_outputs(self, seed: int, out: Any) -> str | None:
+        """Compare one timed call's outputs with the reference on the same seed's inputs, made
+        again (the candidate may have written to the ones it was given)."""
+        result = self.compare_with_reference(out, self.make_inputs(seed))
         return None if result.ok else result.message or "outputs differ from the reference"
 
     def _time(self, fn: Callable[..., Any]) -> None:
