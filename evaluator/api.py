@@ -161,9 +161,15 @@ def evaluate(
     scratch = Path(tempfile.mkdtemp(prefix="kjudge-eval-", dir=scratch_root)).resolve()
     scratches = [scratch]  # a spare's scratch joins it
     try:
-        return _evaluate(
+        result = _evaluate(
             problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
+        if options.profile and result.profile is None:
+            # --- profile mode: a requested profile always answers, also when nothing ran ---
+            from evaluator.profiling.run import not_profiled
+
+            result.profile = not_profiled(result.verdict)
+        return result
     finally:
         if not options.keep_scratch:
             for path in scratches:
@@ -282,6 +288,7 @@ def _evaluate(
         durations["baselines_child"] = time.monotonic() - t
         job = job.model_copy(update={"baselines": []})
     # ---
+    plain_job = job  # profile mode reruns the candidate from the main scratch, not a spare's
     spare = SPARES.claim(_spare_config(target, cache_dir, options.scratch_root, limits))
     if target.backend != Backend.CPU:
         # The next job's spare imports while this one runs, so that it is ready even when jobs
@@ -357,6 +364,23 @@ def _evaluate(
         language=language.value,
     )
     durations.update(report.durations_s)
+    if options.profile and result.verdict == Verdict.CORRECT:
+        # --- profile mode (evaluator/profiling): a separate sandboxed child under ncu/rocprofv3,
+        # after the run; it never changes the verdict or the timing ---
+        from evaluator.profiling.run import profile_candidate
+
+        t = time.monotonic()
+        result.profile = profile_candidate(
+            plain_job,
+            target,
+            scratch=scratch,
+            env=env,
+            timeout_s=options.profile_timeout_s,
+            readonly_paths=[*_readonly_for_run(build), *_readonly_for_any_run(cache_dir)],
+            writable_paths=_writable_for_run(cache_dir),
+            roofline=result.roofline,
+        )
+        durations["profile"] = time.monotonic() - t
     return _finish(problem, result, durations, started)
 
 

@@ -1,0 +1,196 @@
+"""In the parent: profile a correct candidate's kernels, after its run, in the sandbox.
+
+`profile_candidate` never raises and never changes the verdict or the timing: whatever goes
+wrong (a CPU target, no profiler installed, counters the driver keeps to administrators, a
+candidate that fails or hangs under the profiler, kjudge's own bug) becomes a Profile with
+`available: false` and a message. The profiler runs as a separate sandboxed child after the run
+child has exited, with its own wall-clock limit, so the profile costs the evaluation time but
+no timing accuracy.
+
+The profile is advice for the author, not a measurement kjudge stands behind: the profiler's
+output file is written inside the candidate's sandbox, so a hostile candidate could forge it.
+Nothing (verdict, speedup, leaderboard, integrity) reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluator.profile_child import PROFILE_RANGE, ProfileChildReport, ProfileJob
+from evaluator.profiling import ncu, rocprof
+from evaluator.profiling.bottleneck import kernel_bound, summarize
+from evaluator.profiling.models import KernelProfile, Profile
+from evaluator.result import Backend, Roofline, Target
+from evaluator.runner import RunJob
+from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
+
+MAX_KERNELS = 10  # listed in the Result; the bottleneck line speaks of the first
+NCU_CALLS = 1  # ncu replays every kernel per counter pass: one call is already ~40 runs of it
+ROCPROF_CALLS = 3
+OUTPUT_CAP = 16 << 20
+
+
+def profile_candidate(
+    job: RunJob,
+    target: Target,
+    *,
+    scratch: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    readonly_paths: Sequence[Path] = (),
+    writable_paths: Sequence[Path] = (),
+    roofline: Roofline | None = None,
+) -> Profile:
+    started = time.monotonic()
+    try:
+        profile = _profile(job, target, scratch, env, timeout_s, readonly_paths, writable_paths, roofline)
+    except Exception:  # noqa: BLE001  advisory: kjudge's own failure here must not fail the evaluation
+        tail = traceback.format_exc().strip().splitlines()[-1]
+        profile = Profile.unavailable(f"profiling failed inside kjudge: {tail[:300]}")
+    profile.seconds = round(time.monotonic() - started, 3)
+    return profile
+
+
+def not_profiled(verdict: str | None) -> Profile:
+    """For a requested profile that did not run because the verdict was not `correct`."""
+    return Profile.unavailable(
+        f"only a correct candidate is profiled; this evaluation ended {verdict or 'without a verdict'}"
+    )
+
+
+def _profile(
+    job: RunJob,
+    target: Target,
+    scratch: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    readonly_paths: Sequence[Path],
+    writable_paths: Sequence[Path],
+    roofline: Roofline | None,
+) -> Profile:
+    if target.backend is Backend.CPU:
+        return Profile.unavailable(
+            "no hardware profile on the cpu target: profiling needs an NVIDIA GPU (Nsight Compute) "
+            "or an AMD GPU (rocprofv3); the verdict and timing are unaffected"
+        )
+    nvidia = target.backend is Backend.CUDA
+    tool = ncu.find_ncu() if nvidia else rocprof.find_rocprofv3()
+    if tool is None:
+        name, var = ("ncu (Nsight Compute)", ncu.NCU_ENV) if nvidia else ("rocprofv3", rocprof.ROCPROF_ENV)
+        return Profile.unavailable(
+            f"{name} was not found on this worker (PATH, the CUDA/ROCm toolkit); the operator can "
+            f"install it or point {var} at it"
+        )
+    calls = NCU_CALLS if nvidia else ROCPROF_CALLS
+    pjob = ProfileJob(
+        run=job.model_copy(
+            update={
+                "report_path": scratch / "profile-run-report.json",
+                "phase_path": scratch / "profile-phase",
+                "baselines": [],
+                "measure_timing": False,
+            }
+        ),
+        calls=calls,
+        report_path=scratch / "profile-report.json",
+    )
+    job_path = scratch / "profile-job.json"
+    job_path.write_text(pjob.model_dump_json())
+    child = [sys.executable, "-m", "evaluator.profile_child", str(job_path)]
+    if nvidia:
+        log_path = scratch / ncu.LOG_NAME
+        argv = ncu.command(tool, child, log_path)
+        extra_ro = [ncu.install_dir(tool)]
+    else:
+        out_dir = scratch / rocprof.OUTPUT_DIR
+        out_dir.mkdir(exist_ok=True)
+        argv = rocprof.command(tool, child, out_dir, rocprof.counters())
+        extra_ro = [Path(tool).resolve().parent.parent]
+    limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 8) + 60)
+    run = run_sandboxed(
+        argv,
+        scratch=scratch,
+        limits=limits,
+        gpu=True,
+        env=env,
+        readonly_paths=[*readonly_paths, *extra_ro],
+        writable_paths=list(writable_paths),
+    )
+    if run.refused:
+        return Profile.unavailable(run.refused)
+    report = _child_report(pjob.report_path)
+    if run.timed_out or run.killed_reason:
+        what = describe(run, limits) or f"stopped by the sandbox ({run.killed_reason})"
+        return Profile.unavailable(f"the profiled run was {what.removeprefix('killed: ')}")
+    if report is not None and not report.ok:
+        return Profile.unavailable(f"the candidate failed under the profiler: {report.message}")
+    common = {"device": target.device, "calls": calls}
+    if nvidia:
+        text = _read(log_path)
+        out = ncu.parse(text)
+        if not out.kernels:
+            return Profile.unavailable(
+                ncu.explain_errors(out.errors, run.stdout + run.stderr) or _nothing(report, run), **common
+            )
+        message = None
+        if out.launches >= ncu.LAUNCH_COUNT:
+            message = f"only the first {ncu.LAUNCH_COUNT} kernel launches were profiled"
+        return _profile_of(out.kernels, out.launches, ncu.ncu_version(tool), message, roofline, common)
+    kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
+    rout = rocprof.parse(
+        kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
+    )
+    if not rout.kernels:
+        return Profile.unavailable(_nothing(report, run), **common)
+    message = None
+    if not rout.window_found:
+        message = "rocprofv3 recorded no ROCTx range: every kernel of the profiled process is listed"
+    return _profile_of(rout.kernels, rout.launches, "rocprofv3", message, roofline, common)
+
+
+def _profile_of(
+    kernels: list[KernelProfile],
+    launches: int,
+    profiler: str,
+    message: str | None,
+    roofline: Roofline | None,
+    common: dict[str, object],
+) -> Profile:
+    for k in kernels:
+        k.bound = kernel_bound(k)
+    return Profile(
+        available=True,
+        profiler=profiler,
+        kernels=kernels[:MAX_KERNELS],
+        kernels_seen=launches,
+        bottleneck=summarize(kernels, roofline),
+        message=message,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _nothing(report: ProfileChildReport | None, run: SandboxRun) -> str:
+    if report is not None and report.ok:
+        return "the profiler saw no GPU kernel inside the candidate's profiled calls"
+    tail = (run.stderr.strip() or run.stdout.strip()).splitlines()[-1:] or [""]
+    status = f"signal {run.signal}" if run.signal else f"status {run.returncode}"
+    return f"the profiler produced no profile (exit {status}){': ' + tail[0][:300] if tail[0] else ''}"
+
+
+def _child_report(path: Path) -> ProfileChildReport | None:
+    with contextlib.suppress(OSError, ValueError):
+        return ProfileChildReport.model_validate_json(path.read_text())
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open(errors="replace") as f:
+            return f.read(OUTPUT_CAP)
+    except OSError:
+        return ""
