@@ -1,0 +1,298 @@
+"""Profile mode without a GPU: the ncu and rocprofv3 parsers on profiler output in their
+documented layouts (tests/evaluator/profiling_data/README.md says where it comes from), the
+bottleneck line, and the parent's profile_candidate with a stand-in profiler in the sandbox."""
+
+from __future__ import annotations
+
+import stat
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluator.options import TimingOptions
+from evaluator.problem import ProblemSettings
+from evaluator.profiling import ncu, rocprof
+from evaluator.profiling.bottleneck import kernel_bound, summarize
+from evaluator.profiling.models import KernelProfile
+from evaluator.profiling.run import profile_candidate
+from evaluator.profiling.units import number, to_bytes, to_bytes_per_s, to_ns
+from evaluator.result import Backend, Language, Roofline, Target
+from evaluator.runner import RunJob
+
+DATA = Path(__file__).parent / "profiling_data"
+RELU = "relu_kernel(const float *, float *, long)"
+H200 = Target(backend=Backend.CUDA, arch="sm_90", device="NVIDIA H200")
+
+
+def test_numbers_and_units() -> None:
+    assert number("1,234.5") == 1234.5
+    assert number("12,884,901,888") == 12884901888
+    assert number("3.2e3") == 3200
+    for text in ("n/a", "", "(!) n/a", "1,23", "abc", None):
+        assert number(text) is None
+    assert to_ns(3.2, "usecond") == pytest.approx(3200)
+    assert to_ns(2, "msecond") == pytest.approx(2e6)
+    assert to_ns(1, "cycle") is None
+    assert to_bytes(2, "Kbyte") == 2000 and to_bytes(1, "KiB") == 1024 and to_bytes(1, "register") is None
+    assert to_bytes_per_s(4, "Tbyte/second") == 4e12 and to_bytes_per_s(1, "byte/s") == 1
+
+
+def test_ncu_raw_page_one_kernel() -> None:
+    out = ncu.parse((DATA / "ncu_raw_relu_small.csv").read_text())
+    assert out.errors == [] and out.launches == 1
+    (k,) = out.kernels
+    assert k.name == RELU and k.calls == 1 and k.share_of_time == 1.0
+    assert k.duration_us == pytest.approx(3.2)
+    assert k.dram_bytes == 2_101_248
+    assert k.dram_gbps == pytest.approx(656.64)
+    assert (k.dram_pct_of_peak, k.sm_pct_of_peak, k.memory_pct_of_peak) == pytest.approx((13.71, 6.12, 14.02))
+    assert (k.achieved_occupancy_pct, k.theoretical_occupancy_pct) == pytest.approx((38.45, 100))
+    assert (k.registers_per_thread, k.shared_mem_per_block_bytes) == (16, 0)
+    assert (k.block_size, k.grid_size) == (256, 1024)
+    reasons = [s.reason for s in k.top_stalls]
+    # largest first; "selected" is the issuing cycle, not a stall
+    assert reasons == ["long_scoreboard", "wait", "drain"]
+    total = 9.87 + 1.32 + 0.90 + 0.61 + 0.21 + 0.02 + 0.05 + 0.03
+    assert k.top_stalls[0].share == pytest.approx(9.87 / total, abs=1e-3)
+    assert kernel_bound(k) == "latency"
+
+
+def test_ncu_details_page_reads_the_same() -> None:
+    raw = ncu.parse((DATA / "ncu_raw_relu_small.csv").read_text()).kernels
+    details = ncu.parse((DATA / "ncu_details_relu_small.csv").read_text()).kernels
+    assert [k.model_dump() for k in details] == [k.model_dump() for k in raw]
+
+
+def test_ncu_launches_of_one_kernel_merge_longest_first() -> None:
+    out = ncu.parse((DATA / "ncu_raw_relu_large.csv").read_text())
+    assert out.launches == 3
+    relu, other = out.kernels
+    assert relu.name == RELU and relu.calls == 2
+    assert relu.duration_us == pytest.approx((3212.416 + 3220.0) / 2)
+    # percentages weighted by duration
+    expected = (83.56 * 3212.416 + 83.36 * 3220.0) / (3212.416 + 3220.0)
+    assert relu.dram_pct_of_peak == pytest.approx(expected)
+    assert relu.share_of_time == pytest.approx(6432.416 / (6432.416 + 1100.0), abs=1e-4)
+    assert other.name.startswith("void at::native::vectorized_elementwise_kernel") and other.calls == 1
+    assert other.shared_mem_per_block_bytes == 3072 and other.block_size == 128
+    assert kernel_bound(relu) == "memory"
+
+
+def test_ncu_permission_error_is_explained() -> None:
+    text = (DATA / "ncu_permission_error.log").read_text()
+    out = ncu.parse(text)
+    assert out.kernels == [] and out.errors
+    message = ncu.explain_errors(out.errors, text)
+    assert "ERR_NVGPUCTRPERM" in message and "NVreg_RestrictProfilingToAdminUsers=0" in message
+    assert ncu.explain_errors(["==ERROR== Failed to prepare kernel for profiling"], "").startswith(
+        "ncu failed:"
+    )
+
+
+def test_ncu_command_profiles_only_the_window(tmp_path: Path) -> None:
+    argv = ncu.command("/opt/ncu", ["python", "-m", "evaluator.profile_child", "job.json"], tmp_path / "log")
+    assert argv[0] == "/opt/ncu" and argv[-4:] == ["python", "-m", "evaluator.profile_child", "job.json"]
+    joined = " ".join(argv)
+    assert "--profile-from-start off" in joined and "--page raw" in joined and "--csv" in joined
+    assert f"--log-file {tmp_path / 'log'}" in joined and "--clock-control none" in joined
+    metrics = argv[argv.index("--metrics") + 1].split(",")
+    for metric in (ncu.DURATION, ncu.DRAM_PCT, ncu.SM_PCT, ncu.OCCUPANCY, ncu.REGISTERS, ncu.SMEM_STATIC):
+        assert metric in metrics
+    assert any(m.startswith("regex:smsp__average_warps_issue_stalled_") for m in metrics)
+
+
+def _executable(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def test_find_ncu(tmp_path: Path) -> None:
+    tool = _executable(tmp_path / "my-ncu")
+    assert ncu.find_ncu({"KJUDGE_NCU": str(tool)}) == str(tool)
+    plain = tmp_path / "not-executable"
+    plain.write_text("")
+    assert ncu.find_ncu({"KJUDGE_NCU": str(plain)}) is None
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    on_path = _executable(bindir / "ncu")
+    assert ncu.find_ncu({"PATH": str(bindir)}) == str(on_path)
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    in_home = _executable(home / "bin" / "ncu")
+    assert ncu.find_ncu({"PATH": str(tmp_path / "empty"), "CUDA_HOME": str(home)}) == str(in_home)
+
+
+def _rocprof_texts() -> tuple[str, str, str]:
+    return tuple(  # type: ignore[return-value]
+        (DATA / f"rocprof_{name}.csv").read_text()
+        for name in ("kernel_trace", "counter_collection", "marker_api_trace")
+    )
+
+
+def test_rocprof_keeps_the_kernels_inside_the_range() -> None:
+    trace, counters, markers = _rocprof_texts()
+    out = rocprof.parse(
+        trace, counters, markers, range_name="kjudge_profile", device_name="AMD Instinct MI300X"
+    )
+    assert out.window_found and out.launches == 3
+    (k,) = out.kernels
+    assert k.name == "relu_kernel(float const*, float*, long)" and k.calls == 3
+    assert k.duration_us == pytest.approx((4.0 + 4.2 + 3.8) / 3)
+    assert k.dram_bytes == 2 * 1024 * 1024
+    # bytes per launch over the mean launch (rates are weighted by duration)
+    rates = [2 * 1024 * 1024 / d for d in (4000, 4200, 3800)]
+    weighted = sum(r * d for r, d in zip(rates, (4.0, 4.2, 3.8), strict=True)) / 12.0
+    assert k.dram_gbps == pytest.approx(weighted)
+    assert k.dram_pct_of_peak == pytest.approx(weighted / 5300 * 100)  # MI300X: 5.3 TB/s
+    assert (k.sm_pct_of_peak, k.memory_pct_of_peak) == pytest.approx((3.5, 11.25))
+    assert (k.registers_per_thread, k.shared_mem_per_block_bytes, k.block_size, k.grid_size) == (
+        16,
+        0,
+        256,
+        1024,
+    )
+    assert k.top_stalls == [] and kernel_bound(k) == "latency"
+
+
+def test_rocprof_without_markers_lists_everything() -> None:
+    trace, counters, _ = _rocprof_texts()
+    out = rocprof.parse(trace, counters, "", range_name="kjudge_profile", device_name="an unknown GPU")
+    assert not out.window_found and out.launches == 8
+    relu = next(k for k in out.kernels if k.name.startswith("relu_kernel"))
+    assert relu.calls == 5 and relu.dram_pct_of_peak is None  # no datasheet peak for that device
+    reduce = next(k for k in out.kernels if "reduce_kernel" in k.name)
+    assert reduce.shared_mem_per_block_bytes == 4096 and reduce.grid_size == 1024
+
+
+def test_rocprof_reads_output_nested_by_host_and_pid(tmp_path: Path) -> None:
+    nested = tmp_path / "rocprof" / "host" / "4711"
+    nested.mkdir(parents=True)
+    for name in ("kernel_trace", "counter_collection", "marker_api_trace"):
+        (nested / f"kjudge_{name}.csv").write_text((DATA / f"rocprof_{name}.csv").read_text())
+    trace, counters, markers = rocprof.read_output(tmp_path / "rocprof")
+    assert trace.startswith('"Kind"') and '"Counter_Name"' in counters and "kjudge_profile" in markers
+    argv = rocprof.command("/opt/rocm/bin/rocprofv3", ["python", "x"], tmp_path, ["FETCH_SIZE", "VALUBusy"])
+    assert argv[argv.index("--pmc") + 1 : argv.index("--pmc") + 3] == ["FETCH_SIZE", "VALUBusy"]
+    assert "--kernel-trace" in argv and "--marker-trace" in argv and argv[-3:] == ["--", "python", "x"]
+    assert rocprof.counters({"KJUDGE_ROCPROF_COUNTERS": "SQ_WAVES GRBM_GUI_ACTIVE"}) == [
+        "SQ_WAVES",
+        "GRBM_GUI_ACTIVE",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dram", "memory", "sm", "bound"),
+    [
+        (85.0, 85.0, 20.0, "memory"),
+        (10.0, 70.0, 30.0, "memory"),  # L1/L2 busy, DRAM not: still memory
+        (20.0, 25.0, 90.0, "compute"),
+        (13.0, 14.0, 6.0, "latency"),
+        (None, None, None, None),
+    ],
+)
+def test_kernel_bound(dram: float | None, memory: float | None, sm: float | None, bound: str | None) -> None:
+    k = KernelProfile(name="k", dram_pct_of_peak=dram, memory_pct_of_peak=memory, sm_pct_of_peak=sm)
+    assert kernel_bound(k) == bound
+
+
+def test_bottleneck_line_places_the_kernel_on_the_roofline() -> None:
+    kernels = ncu.parse((DATA / "ncu_raw_relu_large.csv").read_text()).kernels
+    roofline = Roofline(
+        achieved_gbps=3900,
+        achieved_tflops=0,
+        bound_ms=2.9,
+        fraction_of_bound=0.9,
+        limiter="memory",
+        device="H200",
+    )
+    line = summarize(kernels, roofline)
+    assert line is not None and line.startswith("memory-bound: `relu_kernel`")
+    assert "of 2 kernels" in line and "DRAM 4.01 TB/s (83% of peak)" in line and "long_scoreboard" in line
+    assert "memory-limited" in line and "90% of the bound" in line and "fewer bytes" in line
+    small = summarize(ncu.parse((DATA / "ncu_raw_relu_small.csv").read_text()).kernels, None)
+    assert small is not None and small.startswith("latency-bound") and "roofline" not in small
+    assert summarize([], roofline) is None
+
+
+# --- the parent's profile_candidate ---------------------------------------------------------
+
+
+def _job(tmp_path: Path) -> RunJob:
+    (tmp_path / "problem.py").write_text("")
+    (tmp_path / "cand.py").write_text("")
+    return RunJob(
+        problem_path=tmp_path / "problem.py",
+        settings=ProblemSettings(),
+        language=Language.TRITON,
+        candidate_path=tmp_path / "cand.py",
+        native_cache_dir=tmp_path / "inline",
+        device="cuda",
+        target=H200,
+        trials=1,
+        seed=1,
+        timing=TimingOptions(),
+        report_path=tmp_path / "report.json",
+        phase_path=tmp_path / "phase",
+        spawned_at=time.time(),
+    )
+
+
+def _env() -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(p for p in sys.path if p)}
+
+
+def test_cpu_target_says_why(tmp_path: Path) -> None:
+    cpu = Target(backend=Backend.CPU, arch="x86_64", device="some CPU")
+    profile = profile_candidate(_job(tmp_path), cpu, scratch=tmp_path, env=_env(), timeout_s=30)
+    assert not profile.available and "cpu target" in (profile.message or "") and profile.kernels == []
+
+
+def test_missing_profiler_says_how_to_configure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KJUDGE_NCU", str(tmp_path / "nowhere" / "ncu"))
+    profile = profile_candidate(_job(tmp_path), H200, scratch=tmp_path, env=_env(), timeout_s=30)
+    assert not profile.available and "KJUDGE_NCU" in (profile.message or "")
+    monkeypatch.setenv("KJUDGE_ROCPROF", str(tmp_path / "nowhere" / "rocprofv3"))
+    mi300 = Target(backend=Backend.ROCM, arch="gfx942", device="AMD Instinct MI300X")
+    profile = profile_candidate(_job(tmp_path), mi300, scratch=tmp_path, env=_env(), timeout_s=30)
+    assert not profile.available and "rocprofv3" in (profile.message or "")
+
+
+def _fake_ncu(tmp_path: Path, fixture: str) -> Path:
+    """A stand-in `ncu` that writes a recorded log where --log-file says (no GPU needed); the
+    real one would also run the child, which needs a GPU."""
+    tooldir = tmp_path / "tool"
+    tooldir.mkdir(exist_ok=True)
+    (tooldir / "log.txt").write_text((DATA / fixture).read_text())
+    script = textwrap.dedent(
+        f"""\
+        #!/bin/sh
+        while [ $# -gt 0 ]; do
+          if [ "$1" = "--log-file" ]; then cp {tooldir / "log.txt"} "$2"; fi
+          shift
+        done
+        """
+    )
+    return _executable(tooldir / "ncu", script)
+
+
+@pytest.mark.parametrize("fixture", ["ncu_raw_relu_small.csv", "ncu_permission_error.log"])
+def test_profile_candidate_runs_the_profiler_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("KJUDGE_NCU", str(_fake_ncu(tmp_path, fixture)))
+    profile = profile_candidate(_job(scratch), H200, scratch=scratch, env=_env(), timeout_s=60)
+    if "permission" in fixture:
+        assert not profile.available and "ERR_NVGPUCTRPERM" in (profile.message or "")
+        return
+    assert profile.available, profile.message
+    assert profile.device == "NVIDIA H200" and profile.calls == 1 and profile.kernels_seen == 1
+    assert profile.kernels[0].name == RELU and profile.kernels[0].bound == "latency"
+    assert profile.bottleneck and profile.bottleneck.startswith("latency-bound")
+    assert profile.seconds is not None and profile.seconds >= 0
+    assert (scratch / "profile-job.json").exists()
