@@ -63,7 +63,10 @@ _PROBED: dict[str, Ceilings] = {}
 
 
 def _cache_file(cache_dir: Path, target: Target, torch_version: str, env: dict[str, str]) -> Path:
-    visible = "|".join(f"{k}={env.get(k, '')}" for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"))
+    visible = "|".join(
+        f"{k}={env.get(k, '')}"
+        for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    )
     key = "\0".join((target.backend.value, target.arch, target.device, torch_version, visible))
     return cache_dir / "ceilings" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
