@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evaluator import baselines
-from evaluator.ceilings import probe_ceilings
+from evaluator.ceilings import probe_ceilings, published_ceilings
 from evaluator.languages import NATIVE_LANGUAGES
 from evaluator.languages.infer import infer_language
 from evaluator.languages.precheck import precheck
@@ -195,7 +195,8 @@ def _evaluate(
     target = probe_target(options.device, probe_env, cache_dir)
     torch_version = baselines.installed_torch_version() or "unknown"
     ceilings = (
-        probe_ceilings(target, probe_env, cache_dir, torch_version)
+        # datasheet peaks (evaluator/device_facts.py) only where the measurement failed
+        (probe_ceilings(target, probe_env, cache_dir, torch_version) or published_ceilings(target))
         if options.measure_timing and target.backend != Backend.CPU
         else None
     )

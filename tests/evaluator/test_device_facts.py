@@ -102,3 +102,24 @@ def test_pinned_env_leaves_exactly_one_gpu_as_device_0() -> None:
     assert "HIP_VISIBLE_DEVICES" not in env and "CUDA_VISIBLE_DEVICES" not in env
     assert physical_ids(env, 1) == ["3"]
     assert base["HIP_VISIBLE_DEVICES"] == "3"  # the caller's mapping is not changed
+
+
+def test_published_ceilings_for_the_roofline() -> None:
+    from evaluator.ceilings import published_ceilings
+    from evaluator.result import Backend, Target
+
+    mi300 = published_ceilings(Target(backend=Backend.ROCM, arch="gfx942", device="AMD Instinct MI300X"))
+    assert mi300 is not None and mi300.source == "datasheet"
+    assert mi300.bandwidth_bytes_per_s == pytest.approx(5.3e12)
+    assert mi300.peak_flops("float32") == pytest.approx(653.7e12)  # TF32 is allowed for fp32 problems
+    assert mi300.peak_flops("bfloat16") == pytest.approx(1307.4e12)
+    assert mi300.max_flops() == pytest.approx(1307.4e12)
+    mi355 = published_ceilings(Target(backend=Backend.ROCM, arch="gfx950", device="AMD Instinct MI355X"))
+    assert mi355 is not None and mi355.peak_flops("float32") == pytest.approx(157.3e12)  # no TF32 on CDNA 4
+    assert (
+        published_ceilings(Target(backend=Backend.ROCM, arch="gfx1100", device="AMD Radeon RX 7900 XTX"))
+        is None
+    )
+    assert (
+        published_ceilings(Target(backend=Backend.CPU, arch="x86_64", device="AMD Instinct MI300X")) is None
+    )
