@@ -151,7 +151,10 @@ def evaluate(
     language = submission.language or infer_language(submission.source, submission.filename)
     early = precheck(submission.source, language)
     if early:
-        return _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0})
+        return _answer_profile(
+            _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0}),
+            options,
+        )
 
     cache_dir = options.resolved_cache_dir()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -164,18 +167,22 @@ def evaluate(
         result = _evaluate(
             problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
-        if options.profile and result.profile is None:
-            # --- profile mode: a requested profile always answers, also when nothing ran ---
-            from evaluator.profiling.run import not_profiled
-
-            result.profile = not_profiled(result.verdict)
-        return result
+        return _answer_profile(result, options)
     finally:
         if not options.keep_scratch:
             for path in scratches:
                 shutil.rmtree(path, ignore_errors=True)
         # The next evaluation's child starts importing now, while the worker waits for a job.
         SPARES.refill()
+
+
+def _answer_profile(result: Result, options: EvalOptions) -> Result:
+    """Profile mode: a requested profile always answers, also when nothing was profiled."""
+    if options.profile and result.profile is None:
+        from evaluator.profiling.run import not_profiled
+
+        result.profile = not_profiled(result.verdict)
+    return result
 
 
 def _evaluate(
