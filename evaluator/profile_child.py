@@ -17,7 +17,6 @@ numbers come from the profiler's own output, which the parent reads.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 import traceback
@@ -113,11 +112,11 @@ def run_job(path: Path) -> int:
     tmp = job.report_path.with_suffix(".tmp")
     tmp.write_text(report.model_dump_json())
     tmp.replace(job.report_path)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # As the runner: skip interpreter teardown (the candidate's atexit hooks and destructors).
-    # The profiler flushes its own output when the process exits either way.
-    os._exit(0)
+    # Unlike the runner, a normal exit: rocprofv3 writes its files in the process's exit
+    # handlers (and ncu's injection says goodbye there). The candidate's own exit handlers run
+    # too; one that hangs is stopped by the sandbox's wall clock, and the parent still reads
+    # what the profiler wrote. The verdict was decided before this process started.
+    return 0
 
 
 def main(argv: list[str]) -> int:

@@ -72,6 +72,8 @@ METRICS = (
     GRID,
     STALL_METRICS,
 )
+# What is retried alone when ncu refuses the full list (a metric this ncu or GPU does not know).
+CORE_METRICS = (DURATION, DRAM_PCT, SM_PCT, OCCUPANCY, REGISTERS, SMEM_STATIC, SMEM_DYNAMIC, BLOCK, GRID)
 # "selected" is the cycle a warp issues: not a stall. "*_not_issued" variants double count.
 _NOT_STALLS = {"selected"}
 _PERMISSION = "ERR_NVGPUCTRPERM"
@@ -113,7 +115,7 @@ def install_dir(ncu: str) -> Path:
     return Path(os.path.realpath(ncu)).parent
 
 
-def command(ncu: str, child: Sequence[str], log_path: Path) -> list[str]:
+def command(ncu: str, child: Sequence[str], log_path: Path, metrics: Sequence[str] = METRICS) -> list[str]:
     return [
         ncu,
         "--csv",
@@ -134,7 +136,7 @@ def command(ncu: str, child: Sequence[str], log_path: Path) -> list[str]:
         "--clock-control",
         "none",
         "--metrics",
-        ",".join(METRICS),
+        ",".join(metrics),
         *child,
     ]
 
@@ -329,6 +331,11 @@ def parse(text: str) -> NcuOutput:
     errors = [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
     launches = [_kernel(launch) for launch in _launches(_csv_rows(text))]
     return NcuOutput(kernels=merge(launches), launches=len(launches), errors=errors)
+
+
+def unknown_metric(errors: list[str]) -> bool:
+    """ncu refused a metric name (its version or the GPU does not have it)."""
+    return any("metric" in e.lower() for e in errors)
 
 
 def explain_errors(errors: list[str], text: str) -> str:

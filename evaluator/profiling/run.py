@@ -102,55 +102,70 @@ def _profile(
     job_path = scratch / "profile-job.json"
     job_path.write_text(pjob.model_dump_json())
     child = [sys.executable, "-m", "evaluator.profile_child", str(job_path)]
+    limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 8) + 60)
+    common: dict[str, object] = {"device": target.device, "calls": calls}
+
+    def sandboxed(argv: list[str], extra_ro: Path) -> SandboxRun:
+        pjob.report_path.unlink(missing_ok=True)
+        return run_sandboxed(
+            argv,
+            scratch=scratch,
+            limits=limits,
+            gpu=True,
+            env=env,
+            readonly_paths=[*readonly_paths, extra_ro],
+            writable_paths=list(writable_paths),
+        )
+
+    notes: list[str] = []
+    errors = ""
     if nvidia:
         log_path = scratch / ncu.LOG_NAME
-        argv = ncu.command(tool, child, log_path)
-        extra_ro = [ncu.install_dir(tool)]
+        run = sandboxed(ncu.command(tool, child, log_path), ncu.install_dir(tool))
+        out = _ncu_output(log_path, run)
+        if not out.kernels and ncu.unknown_metric(out.errors) and not run.refused:
+            # This ncu or GPU lacks one of the metrics: the core ones alone, once more.
+            run = sandboxed(ncu.command(tool, child, log_path, ncu.CORE_METRICS), ncu.install_dir(tool))
+            out = _ncu_output(log_path, run)
+            notes.append("this ncu refused the full metric list; core metrics only (no stall reasons)")
+        kernels, launches, profiler = out.kernels, out.launches, ncu.ncu_version(tool)
+        errors = ncu.explain_errors(out.errors, run.stdout + run.stderr)
+        if launches >= ncu.LAUNCH_COUNT:
+            notes.append(f"only the first {ncu.LAUNCH_COUNT} kernel launches were profiled")
     else:
         out_dir = scratch / rocprof.OUTPUT_DIR
         out_dir.mkdir(exist_ok=True)
-        argv = rocprof.command(tool, child, out_dir, rocprof.counters())
-        extra_ro = [Path(tool).resolve().parent.parent]
-    limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 8) + 60)
-    run = run_sandboxed(
-        argv,
-        scratch=scratch,
-        limits=limits,
-        gpu=True,
-        env=env,
-        readonly_paths=[*readonly_paths, *extra_ro],
-        writable_paths=list(writable_paths),
-    )
+        run = sandboxed(
+            rocprof.command(tool, child, out_dir, rocprof.counters()), Path(tool).resolve().parent.parent
+        )
+        kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
+        rout = rocprof.parse(
+            kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
+        )
+        kernels, launches, profiler = rout.kernels, rout.launches, "rocprofv3"
+        if kernels and not rout.window_found:
+            notes.append("rocprofv3 recorded no ROCTx range: every kernel of the profiled process is listed")
     if run.refused:
         return Profile.unavailable(run.refused)
     report = _child_report(pjob.report_path)
-    if run.timed_out or run.killed_reason:
-        what = describe(run, limits) or f"stopped by the sandbox ({run.killed_reason})"
-        return Profile.unavailable(f"the profiled run was {what.removeprefix('killed: ')}")
+    stopped = describe(run, limits) if (run.timed_out or run.killed_reason) else None
+    if kernels and (report is None or report.ok):
+        if stopped:
+            # the profiler wrote its numbers before the end (a candidate's exit handler hung)
+            notes.append(f"the profiled process was then {stopped.removeprefix('killed: ')}")
+        return _profile_of(kernels, launches, profiler, "; ".join(notes) or None, roofline, common)
+    if stopped:
+        return Profile.unavailable(f"the profiled run was {stopped.removeprefix('killed: ')}", **common)  # type: ignore[arg-type]
     if report is not None and not report.ok:
-        return Profile.unavailable(f"the candidate failed under the profiler: {report.message}")
-    common = {"device": target.device, "calls": calls}
-    if nvidia:
-        text = _read(log_path)
-        out = ncu.parse(text)
-        if not out.kernels:
-            return Profile.unavailable(
-                ncu.explain_errors(out.errors, run.stdout + run.stderr) or _nothing(report, run), **common
-            )
-        message = None
-        if out.launches >= ncu.LAUNCH_COUNT:
-            message = f"only the first {ncu.LAUNCH_COUNT} kernel launches were profiled"
-        return _profile_of(out.kernels, out.launches, ncu.ncu_version(tool), message, roofline, common)
-    kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
-    rout = rocprof.parse(
-        kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
-    )
-    if not rout.kernels:
-        return Profile.unavailable(_nothing(report, run), **common)
-    message = None
-    if not rout.window_found:
-        message = "rocprofv3 recorded no ROCTx range: every kernel of the profiled process is listed"
-    return _profile_of(rout.kernels, rout.launches, "rocprofv3", message, roofline, common)
+        return Profile.unavailable(f"the candidate failed under the profiler: {report.message}", **common)  # type: ignore[arg-type]
+    return Profile.unavailable(errors or _nothing(report, run), **common)  # type: ignore[arg-type]
+
+
+def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:
+    text = _read(log_path)
+    if '"ID"' not in text:
+        text += "\n" + run.stdout  # an ncu that printed its CSV to stdout despite --log-file
+    return ncu.parse(text)
 
 
 def _profile_of(

@@ -261,34 +261,59 @@ def test_missing_profiler_says_how_to_configure(tmp_path: Path, monkeypatch: pyt
     assert not profile.available and "rocprofv3" in (profile.message or "")
 
 
-def _fake_ncu(tmp_path: Path, fixture: str) -> Path:
-    """A stand-in `ncu` that writes a recorded log where --log-file says (no GPU needed); the
-    real one would also run the child, which needs a GPU."""
+def _fake_ncu(tmp_path: Path, fixture: str, mode: str = "log") -> Path:
+    """A stand-in `ncu` that writes a recorded log where --log-file says (no GPU needed; the real
+    one would also run the child, which needs a GPU). mode "stdout": prints it instead; mode
+    "strict": refuses a metric list with a regex, as an ncu that lacks a metric does."""
     tooldir = tmp_path / "tool"
     tooldir.mkdir(exist_ok=True)
     (tooldir / "log.txt").write_text((DATA / fixture).read_text())
     script = textwrap.dedent(
         f"""\
         #!/bin/sh
+        log=""; metrics=""
         while [ $# -gt 0 ]; do
-          if [ "$1" = "--log-file" ]; then cp {tooldir / "log.txt"} "$2"; fi
+          case "$1" in
+            --log-file) log="$2"; shift ;;
+            --metrics) metrics="$2"; shift ;;
+          esac
           shift
         done
+        echo "$metrics" >> "$(dirname "$log")/ncu-calls"  # scratch: writable in the sandbox
+        case "{mode}" in
+          stdout) cat {tooldir / "log.txt"} ;;
+          strict)
+            case "$metrics" in
+              *regex:*) echo "==ERROR== Failed to find metric regex:smsp__average_warps_issue_stalled_" > "$log" ;;
+              *) cp {tooldir / "log.txt"} "$log" ;;
+            esac ;;
+          *) cp {tooldir / "log.txt"} "$log" ;;
+        esac
         """
     )
     return _executable(tooldir / "ncu", script)
 
 
-@pytest.mark.parametrize("fixture", ["ncu_raw_relu_small.csv", "ncu_permission_error.log"])
+@pytest.mark.parametrize(
+    ("fixture", "mode"),
+    [
+        ("ncu_raw_relu_small.csv", "log"),
+        ("ncu_raw_relu_small.csv", "stdout"),
+        ("ncu_raw_relu_small.csv", "strict"),
+        ("ncu_permission_error.log", "log"),
+    ],
+)
 def test_profile_candidate_runs_the_profiler_in_the_sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str, mode: str
 ) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    monkeypatch.setenv("KJUDGE_NCU", str(_fake_ncu(tmp_path, fixture)))
+    monkeypatch.setenv("KJUDGE_NCU", str(_fake_ncu(tmp_path, fixture, mode)))
     profile = profile_candidate(_job(scratch), H200, scratch=scratch, env=_env(), timeout_s=60)
+    calls = (scratch / "ncu-calls").read_text().splitlines()
     if "permission" in fixture:
         assert not profile.available and "ERR_NVGPUCTRPERM" in (profile.message or "")
+        assert len(calls) == 1  # not a metric problem: no second run
         return
     assert profile.available, profile.message
     assert profile.device == "NVIDIA H200" and profile.calls == 1 and profile.kernels_seen == 1
@@ -296,3 +321,27 @@ def test_profile_candidate_runs_the_profiler_in_the_sandbox(
     assert profile.bottleneck and profile.bottleneck.startswith("latency-bound")
     assert profile.seconds is not None and profile.seconds >= 0
     assert (scratch / "profile-job.json").exists()
+    if mode == "strict":
+        assert len(calls) == 2 and "regex:" in calls[0] and calls[1] == ",".join(ncu.CORE_METRICS)
+        assert "core metrics only" in (profile.message or "")
+    else:
+        assert len(calls) == 1 and profile.message is None
+
+
+def test_a_candidate_that_fails_under_the_profiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's own report (written by the stand-in here) says why; no numbers are shown."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    tool = _fake_ncu(tmp_path, "ncu_permission_error.log")
+    report = '{"ok": false, "message": "the profiled run raised RuntimeError: boom"}'
+    text = tool.read_text().replace(
+        "#!/bin/sh\n", f"#!/bin/sh\necho '{report}' > {scratch / 'profile-report.json'}\n"
+    )
+    tool.write_text(text)
+    monkeypatch.setenv("KJUDGE_NCU", str(tool))
+    profile = profile_candidate(_job(scratch), H200, scratch=scratch, env=_env(), timeout_s=60)
+    assert not profile.available
+    assert (
+        profile.message
+        == "the candidate failed under the profiler: the profiled run raised RuntimeError: boom"
+    )
