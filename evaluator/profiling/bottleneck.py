@@ -106,7 +106,7 @@ def summarize(kernels: list[KernelProfile], roofline: Roofline | None) -> str | 
     line = f"{bound}-bound: {who}; {_facts(main)}."
     if roofline is not None:
         line += (
-            f" On the problem's roofline ({roofline.limiter}-limited, bound {roofline.bound_ms * 1e3:.3g} us)"
+            f" On the problem's roofline ({roofline.limiter}-limited, bound {_fmt_us(roofline.bound_ms * 1e3)})"
             f" the run reaches {roofline.fraction_of_bound:.0%} of the bound."
         )
     return line + f" Next: {_advice(bound, roofline)}."
