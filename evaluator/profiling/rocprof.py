@@ -18,7 +18,6 @@ AMD's counters say nothing about warp stalls, so `top_stalls` stays empty.
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import os
 import shutil
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.device_facts import device_peaks
+from evaluator.profiling.files import read_untrusted, walk_untrusted
 from evaluator.profiling.models import KernelProfile
 from evaluator.profiling.ncu import merge
 from evaluator.profiling.units import number
@@ -178,15 +178,12 @@ def _kernel(row: dict[str, str], start: float, end: float, counts: dict[str, flo
 
 def read_output(out_dir: Path) -> tuple[str, str, str]:
     """(kernel trace, counter collection, marker trace) texts found under rocprofv3's output
-    directory (it nests them by host and pid unless told otherwise); '' where missing."""
+    directory (it nests them by host and pid unless told otherwise); '' where missing. The
+    directory was writable by the candidate: no symlinks are followed (evaluator/profiling/files)."""
+    files = sorted(walk_untrusted(out_dir), key=lambda p: p.stat().st_mtime)
 
-    def newest(pattern: str) -> str:
-        paths = sorted(glob.glob(str(out_dir / "**" / pattern), recursive=True), key=os.path.getmtime)
-        if not paths:
-            return ""
-        try:
-            return Path(paths[-1]).read_text(errors="replace")[: 16 << 20]
-        except OSError:
-            return ""
+    def newest(suffix: str) -> str:
+        found = [p for p in files if p.name.endswith(suffix)]
+        return read_untrusted(found[-1]) if found else ""
 
-    return newest("*kernel_trace.csv"), newest("*counter_collection.csv"), newest("*marker_api_trace.csv")
+    return newest("kernel_trace.csv"), newest("counter_collection.csv"), newest("marker_api_trace.csv")

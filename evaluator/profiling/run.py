@@ -24,6 +24,7 @@ from pathlib import Path
 from evaluator.profile_child import PROFILE_RANGE, ProfileChildReport, ProfileJob
 from evaluator.profiling import ncu, rocprof
 from evaluator.profiling.bottleneck import kernel_bound, summarize
+from evaluator.profiling.files import read_untrusted
 from evaluator.profiling.models import KernelProfile, Profile
 from evaluator.result import Backend, Roofline, Target
 from evaluator.runner import RunJob
@@ -32,7 +33,6 @@ from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
 MAX_KERNELS = 10  # listed in the Result; the bottleneck line speaks of the first
 NCU_CALLS = 1  # ncu replays every kernel per counter pass: one call is already ~40 runs of it
 ROCPROF_CALLS = 3
-OUTPUT_CAP = 16 << 20
 
 
 def profile_candidate(
@@ -162,7 +162,7 @@ def _profile(
 
 
 def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:
-    text = _read(log_path)
+    text = read_untrusted(log_path)
     if '"ID"' not in text:
         text += "\n" + run.stdout  # an ncu that printed its CSV to stdout despite --log-file
     return ncu.parse(text)
@@ -198,14 +198,6 @@ def _nothing(report: ProfileChildReport | None, run: SandboxRun) -> str:
 
 
 def _child_report(path: Path) -> ProfileChildReport | None:
-    with contextlib.suppress(OSError, ValueError):
-        return ProfileChildReport.model_validate_json(path.read_text())
+    with contextlib.suppress(ValueError):
+        return ProfileChildReport.model_validate_json(read_untrusted(path, 1 << 16))
     return None
-
-
-def _read(path: Path) -> str:
-    try:
-        with path.open(errors="replace") as f:
-            return f.read(OUTPUT_CAP)
-    except OSError:
-        return ""

@@ -4,6 +4,7 @@ bottleneck line, and the parent's profile_candidate with a stand-in profiler in 
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 import textwrap
@@ -345,3 +346,26 @@ def test_a_candidate_that_fails_under_the_profiler(tmp_path: Path, monkeypatch: 
         profile.message
         == "the candidate failed under the profiler: the profiled run raised RuntimeError: boom"
     )
+
+
+def test_the_scratch_is_read_without_following_the_candidates_links(tmp_path: Path) -> None:
+    from evaluator.profiling.files import read_untrusted, walk_untrusted
+
+    secret = tmp_path / "host-secret.csv"
+    secret.write_text('"ID","Kernel Name"\n"==ERROR== password"\n')
+    scratch = tmp_path / "scratch"
+    (scratch / "rocprof" / "host").mkdir(parents=True)
+    (scratch / "ncu.csv").symlink_to(secret)
+    os.mkfifo(scratch / "fifo.csv")  # would block a plain open() forever
+    (scratch / "big.csv").write_text("x" * 100)
+    (scratch / "rocprof" / "host" / "kjudge_kernel_trace.csv").write_text("ok")
+    (scratch / "rocprof" / "linked").symlink_to(tmp_path, target_is_directory=True)
+    (scratch / "rocprof" / "file_link_kernel_trace.csv").symlink_to(secret)
+    assert read_untrusted(scratch / "ncu.csv") == ""
+    assert read_untrusted(scratch / "fifo.csv") == ""
+    assert read_untrusted(scratch / "missing.csv") == ""
+    assert read_untrusted(scratch / "big.csv", cap=10) == "x" * 10
+    assert [p.name for p in walk_untrusted(scratch / "rocprof")] == ["kjudge_kernel_trace.csv"]
+    assert rocprof.read_output(scratch / "rocprof") == ("ok", "", "")
+    (tmp_path / "rocprof-link").symlink_to(scratch / "rocprof", target_is_directory=True)
+    assert list(walk_untrusted(tmp_path / "rocprof-link")) == []
