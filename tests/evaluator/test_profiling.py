@@ -24,6 +24,8 @@ from evaluator.result import Backend, Language, Roofline, Target
 from evaluator.runner import RunJob
 
 DATA = Path(__file__).parent / "profiling_data"
+EXAMPLES = Path(__file__).parents[2] / "examples" / "relu"
+CASES = Path(__file__).parent / "cases"
 RELU = "relu_kernel(const float *, float *, long)"
 H200 = Target(backend=Backend.CUDA, arch="sm_90", device="NVIDIA H200")
 
@@ -369,3 +371,49 @@ def test_the_scratch_is_read_without_following_the_candidates_links(tmp_path: Pa
     assert rocprof.read_output(scratch / "rocprof") == ("ok", "", "")
     (tmp_path / "rocprof-link").symlink_to(scratch / "rocprof", target_is_directory=True)
     assert list(walk_untrusted(tmp_path / "rocprof-link")) == []
+
+
+# --- the profile child itself, on the CPU (no profiler: it still loads and calls the candidate) --
+
+
+def _child_job(tmp_path: Path, candidate: Path) -> Path:
+    import shutil
+
+    from evaluator.profile_child import ProfileJob
+    from evaluator.targets.cpu import cpu_target
+
+    run = _job(tmp_path).model_copy(
+        update={"language": Language.KERNELBENCH, "device": "cpu", "target": cpu_target()}
+    )
+    shutil.copyfile(EXAMPLES / "problem.py", run.problem_path)
+    shutil.copyfile(candidate, run.candidate_path)
+    job = ProfileJob(run=run, calls=2, report_path=tmp_path / "profile-report.json")
+    path = tmp_path / "profile-job.json"
+    path.write_text(job.model_dump_json())
+    return path
+
+
+@pytest.mark.parametrize(("case", "ok"), [("kb_relu.py", True), ("kb_raises.py", False)])
+def test_profile_child_loads_and_calls_the_candidate(tmp_path: Path, case: str, ok: bool) -> None:
+    """The child reuses the runner's loading steps: if the runner changes them, this fails."""
+    import subprocess
+
+    from evaluator.profile_child import ProfileChildReport
+
+    job = _child_job(tmp_path, CASES / case)
+    run = subprocess.run(
+        [sys.executable, "-m", "evaluator.profile_child", str(job)],
+        env={**_env(), "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = ProfileChildReport.model_validate_json((tmp_path / "profile-report.json").read_text())
+    assert report.ok is ok, report
+    if ok:
+        # two warm-up calls, then the two profiled ones (kb_relu prints once per call)
+        assert report.calls == 2 and run.stdout.count("candidate dtype") == 4
+    else:
+        assert report.message and "RuntimeError: kernel launch failed" in report.message
