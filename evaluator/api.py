@@ -387,6 +387,7 @@ def _evaluate(
             readonly_paths=[*_readonly_for_run(build), *_readonly_for_any_run(cache_dir)],
             writable_paths=_writable_for_run(cache_dir),
             roofline=result.roofline,
+            median_ms=result.timing.median_ms if result.timing is not None else None,
         )
         durations["profile"] = time.monotonic() - t
     return _finish(problem, result, durations, started)

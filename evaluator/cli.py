@@ -37,7 +37,8 @@ def _profile_rows(result: Result) -> list[tuple[str, str]]:
             parts.append(f"{k.registers_per_thread} regs")
         if k.top_stalls:
             parts.append("stalls " + ", ".join(s.reason for s in k.top_stalls))
-        rows.append(("  " + k.name.split("(")[0][:40], "  ".join(parts)))
+        name = k.name.split("(")[0].removeprefix("void ")[:60]
+        rows.append(("  kernel", f"{name} x{k.calls}: " + "  ".join(parts)))
     if p.message:
         rows.append(("  note", p.message))
     return rows

@@ -18,6 +18,9 @@ from evaluator.result import Roofline
 
 BUSY_PCT = 60.0
 NEAR_ROOFLINE = 0.7
+# Timed median vs kernel time: above 1.5x (and 2 us) the difference is worth naming.
+OVERHEAD_RATIO = 1.5
+OVERHEAD_MIN_US = 2.0
 # What each stall means in an agent's terms (Nsight Compute's warp-state descriptions).
 STALL_HINTS = {
     "long_scoreboard": "waiting on global/local memory loads",
@@ -89,9 +92,29 @@ def _advice(bound: str, roofline: Roofline | None) -> str:
     return "more independent work in flight (more blocks, more loads per thread), fewer launches and synchronizations"
 
 
-def summarize(kernels: list[KernelProfile], roofline: Roofline | None) -> str | None:
+def host_overhead_us(kernels: list[KernelProfile], calls: int, median_ms: float | None) -> float | None:
+    """Per call, how much of the timed median the profiled kernels do not account for (launch
+    cost, host work, gaps between kernels), when that is most of it; None otherwise."""
+    if median_ms is None or calls < 1:
+        return None
+    device_us = sum((k.duration_us or 0.0) * k.calls for k in kernels) / calls
+    timed_us = median_ms * 1e3
+    if device_us <= 0 or timed_us < OVERHEAD_RATIO * device_us + OVERHEAD_MIN_US:
+        return None
+    return timed_us - device_us
+
+
+def summarize(
+    kernels: list[KernelProfile],
+    roofline: Roofline | None,
+    *,
+    median_ms: float | None = None,
+    calls: int = 1,
+) -> str | None:
     """One line: the bound of the kernel that takes most of the time, its key numbers, where the
-    run is on the roofline and what to try. None when the profile has no numbers."""
+    run is on the roofline, how much of the timed median is not kernel time, and what to try.
+    None when the profile has no numbers. `median_ms`: the Result's timing (None: unknown, or the
+    profile saw only part of the kernels); `calls`: candidate calls in the profiled window."""
     if not kernels:
         return None
     main = kernels[0]
@@ -109,4 +132,13 @@ def summarize(kernels: list[KernelProfile], roofline: Roofline | None) -> str | 
             f" On the problem's roofline ({roofline.limiter}-limited, bound {_fmt_us(roofline.bound_ms * 1e3)})"
             f" the run reaches {roofline.fraction_of_bound:.0%} of the bound."
         )
-    return line + f" Next: {_advice(bound, roofline)}."
+    advice = _advice(bound, roofline)
+    overhead = host_overhead_us(kernels, calls, median_ms)
+    if overhead is not None and median_ms is not None:
+        line += (
+            f" Of the {_fmt_us(median_ms * 1e3)} timed per call, {_fmt_us(overhead)} is not kernel time"
+            " (launch cost, host work, gaps between kernels)."
+        )
+        if overhead > median_ms * 1e3 / 2:
+            advice = "cut launches and host work per call (fuse kernels, fewer Python-side ops, CUDA graphs)"
+    return line + f" Next: {advice}."

@@ -25,7 +25,7 @@ from evaluator.profile_child import PROFILE_RANGE, ProfileChildReport, ProfileJo
 from evaluator.profiling import ncu, rocprof
 from evaluator.profiling.bottleneck import kernel_bound, summarize
 from evaluator.profiling.files import read_untrusted
-from evaluator.profiling.models import KernelProfile, Profile
+from evaluator.profiling.models import Profile
 from evaluator.result import Backend, Roofline, Target
 from evaluator.runner import RunJob
 from evaluator.sandbox import Limits, SandboxRun, describe, run_sandboxed
@@ -45,10 +45,13 @@ def profile_candidate(
     readonly_paths: Sequence[Path] = (),
     writable_paths: Sequence[Path] = (),
     roofline: Roofline | None = None,
+    median_ms: float | None = None,
 ) -> Profile:
     started = time.monotonic()
     try:
-        profile = _profile(job, target, scratch, env, timeout_s, readonly_paths, writable_paths, roofline)
+        profile = _profile(
+            job, target, scratch, env, timeout_s, readonly_paths, writable_paths, roofline, median_ms
+        )
     except Exception:  # noqa: BLE001  advisory: kjudge's own failure here must not fail the evaluation
         tail = traceback.format_exc().strip().splitlines()[-1]
         profile = Profile.unavailable(f"profiling failed inside kjudge: {tail[:300]}")
@@ -72,6 +75,7 @@ def _profile(
     readonly_paths: Sequence[Path],
     writable_paths: Sequence[Path],
     roofline: Roofline | None,
+    median_ms: float | None,
 ) -> Profile:
     if target.backend is Backend.CPU:
         return Profile.unavailable(
@@ -103,7 +107,8 @@ def _profile(
     job_path.write_text(pjob.model_dump_json())
     child = [sys.executable, "-m", "evaluator.profile_child", str(job_path)]
     limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s * 8) + 60)
-    common: dict[str, object] = {"device": target.device, "calls": calls}
+    device = target.device
+    complete = True  # every launch in the window was profiled (the overhead note needs that)
 
     def sandboxed(argv: list[str], extra_ro: Path) -> SandboxRun:
         pjob.report_path.unlink(missing_ok=True)
@@ -131,6 +136,7 @@ def _profile(
         kernels, launches, profiler = out.kernels, out.launches, ncu.ncu_version(tool)
         errors = ncu.explain_errors(out.errors, run.stdout + run.stderr)
         if launches >= ncu.LAUNCH_COUNT:
+            complete = False
             notes.append(f"only the first {ncu.LAUNCH_COUNT} kernel launches were profiled")
     else:
         out_dir = scratch / rocprof.OUTPUT_DIR
@@ -153,12 +159,26 @@ def _profile(
         if stopped:
             # the profiler wrote its numbers before the end (a candidate's exit handler hung)
             notes.append(f"the profiled process was then {stopped.removeprefix('killed: ')}")
-        return _profile_of(kernels, launches, profiler, "; ".join(notes) or None, roofline, common)
+        timed = median_ms if complete else None
+        for k in kernels:
+            k.bound = kernel_bound(k)
+        return Profile(
+            available=True,
+            profiler=profiler,
+            device=device,
+            calls=calls,
+            kernels=kernels[:MAX_KERNELS],
+            kernels_seen=launches,
+            bottleneck=summarize(kernels, roofline, median_ms=timed, calls=calls),
+            message="; ".join(notes) or None,
+        )
     if stopped:
-        return Profile.unavailable(f"the profiled run was {stopped.removeprefix('killed: ')}", **common)  # type: ignore[arg-type]
-    if report is not None and not report.ok:
-        return Profile.unavailable(f"the candidate failed under the profiler: {report.message}", **common)  # type: ignore[arg-type]
-    return Profile.unavailable(errors or _nothing(report, run), **common)  # type: ignore[arg-type]
+        message = f"the profiled run was {stopped.removeprefix('killed: ')}"
+    elif report is not None and not report.ok:
+        message = f"the candidate failed under the profiler: {report.message}"
+    else:
+        message = errors or _nothing(report, run)
+    return Profile(available=False, message=message, device=device, calls=calls)
 
 
 def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:
@@ -166,27 +186,6 @@ def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:
     if '"ID"' not in text:
         text += "\n" + run.stdout  # an ncu that printed its CSV to stdout despite --log-file
     return ncu.parse(text)
-
-
-def _profile_of(
-    kernels: list[KernelProfile],
-    launches: int,
-    profiler: str,
-    message: str | None,
-    roofline: Roofline | None,
-    common: dict[str, object],
-) -> Profile:
-    for k in kernels:
-        k.bound = kernel_bound(k)
-    return Profile(
-        available=True,
-        profiler=profiler,
-        kernels=kernels[:MAX_KERNELS],
-        kernels_seen=launches,
-        bottleneck=summarize(kernels, roofline),
-        message=message,
-        **common,  # type: ignore[arg-type]
-    )
 
 
 def _nothing(report: ProfileChildReport | None, run: SandboxRun) -> str:

@@ -417,3 +417,40 @@ def test_profile_child_loads_and_calls_the_candidate(tmp_path: Path, case: str, 
         assert report.calls == 2 and run.stdout.count("candidate dtype") == 4
     else:
         assert report.message and "RuntimeError: kernel launch failed" in report.message
+
+
+def test_bottleneck_names_time_that_is_not_kernel_time() -> None:
+    """The issue's Triton case: a 3.2 us kernel timed at 40 us is mostly launch cost; say so."""
+    from evaluator.profiling.bottleneck import host_overhead_us
+
+    kernels = ncu.parse((DATA / "ncu_raw_relu_small.csv").read_text()).kernels
+    assert host_overhead_us(kernels, 1, 0.040) == pytest.approx(36.8)
+    assert host_overhead_us(kernels, 1, 0.004) is None  # within 1.5x + 2 us of the kernel
+    assert host_overhead_us(kernels, 1, None) is None
+    line = summarize(kernels, None, median_ms=0.040, calls=1)
+    assert line is not None and "Of the 40 us timed per call, 36.8 us is not kernel time" in line
+    assert "Next: cut launches and host work per call" in line
+    near = summarize(kernels, None, median_ms=0.0041, calls=1)
+    assert near is not None and "not kernel time" not in near and "Next: more independent work" in near
+    # two calls in the window: kernel time per call is the total over two
+    assert host_overhead_us(kernels, 2, 0.010) == pytest.approx(8.4)
+
+
+def test_kjudge_eval_table_shows_the_profile() -> None:
+    from evaluator.cli import format_result
+    from evaluator.profiling.models import Profile
+    from evaluator.result import Result, Verdict
+
+    kernels = ncu.parse((DATA / "ncu_raw_relu_large.csv").read_text()).kernels
+    for k in kernels:
+        k.bound = kernel_bound(k)
+    profile = Profile(available=True, profiler="ncu 2025.3", kernels=kernels, bottleneck="memory-bound: ...")
+    text = format_result(Result(problem_id="p", verdict=Verdict.CORRECT, profile=profile))
+    rows = [line.split(None, 1) for line in text.splitlines()]
+    assert ["profile", "memory-bound: ..."] in rows
+    kernel_rows = [value for key, value in rows if key == "kernel"]
+    assert kernel_rows[0].startswith("relu_kernel x2: 3216.21 us  DRAM 83%  SM 18%  occupancy 86%  16 regs")
+    assert "stalls long_scoreboard" in kernel_rows[0]
+    assert kernel_rows[1].startswith("at::native::vectorized_elementwise_kernel")
+    none = format_result(Result(problem_id="p", verdict=Verdict.CORRECT, profile=Profile.unavailable("why")))
+    assert "none: why" in none
