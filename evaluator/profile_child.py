@@ -17,6 +17,7 @@ numbers come from the profiler's own output, which the parent reads.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import sys
 import time
 import traceback
@@ -70,15 +71,25 @@ class _Window:
         cuda = self.torch.cuda
         with contextlib.suppress(Exception):  # no NVTX/ROCTx library: ncu does not need it
             cuda.nvtx.range_push(PROFILE_RANGE)
-        with contextlib.suppress(Exception):  # rocprofv3 does not need it
-            cuda.profiler.start()
+        _profiler_call(cuda, "start")
 
     def __exit__(self, *exc: object) -> None:
         cuda = self.torch.cuda
-        with contextlib.suppress(Exception):
-            cuda.profiler.stop()
+        _profiler_call(cuda, "stop")
         with contextlib.suppress(Exception):
             cuda.nvtx.range_pop()
+
+
+def _profiler_call(cuda: Any, what: str) -> None:
+    """cudaProfilerStart/Stop through torch, else the driver's cuProfilerStart/Stop (what ncu
+    intercepts either way). Best effort: rocprofv3 does not need it."""
+    try:
+        getattr(cuda.profiler, what)()
+        return
+    except Exception:  # noqa: BLE001
+        pass
+    with contextlib.suppress(Exception):
+        getattr(ctypes.CDLL("libcuda.so.1"), "cuProfilerStart" if what == "start" else "cuProfilerStop")()
 
 
 def profile(job: ProfileJob) -> ProfileChildReport:
