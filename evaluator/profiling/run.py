@@ -18,7 +18,7 @@ import contextlib
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evaluator.profile_child import PROFILE_RANGE, ProfileChildReport, ProfileJob
@@ -111,6 +111,7 @@ def _profile(
     complete = True  # every launch in the window was profiled (the overhead note needs that)
 
     def sandboxed(argv: list[str], extra_ro: Path) -> SandboxRun:
+        # extra_ro: the profiler's install tree (a symlinked /opt/rocm resolves elsewhere)
         pjob.report_path.unlink(missing_ok=True)
         return run_sandboxed(
             argv,
@@ -139,15 +140,17 @@ def _profile(
             complete = False
             notes.append(f"only the first {ncu.LAUNCH_COUNT} kernel launches were profiled")
     else:
-        out_dir = scratch / rocprof.OUTPUT_DIR
-        out_dir.mkdir(exist_ok=True)
-        run = sandboxed(
-            rocprof.command(tool, child, out_dir, rocprof.counters()), Path(tool).resolve().parent.parent
-        )
-        kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
-        rout = rocprof.parse(
-            kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
-        )
+        run, rout = _rocprof_run(sandboxed, tool, child, scratch / "rocprof", rocprof.counters(), target)
+        first = _child_report(pjob.report_path)
+        if (
+            not rout.kernels
+            and (first is None or first.ok)  # not the candidate's own failure
+            and not (run.refused or run.timed_out or run.killed_reason)
+        ):
+            # rocprofv3 refuses a counter set it cannot collect (in one pass, on this GPU): the
+            # kernel trace alone still gives names, durations, registers and LDS.
+            run, rout = _rocprof_run(sandboxed, tool, child, scratch / "rocprof-trace", [], target)
+            notes.append("rocprofv3 refused the counters; kernel trace only")
         kernels, launches, profiler = rout.kernels, rout.launches, "rocprofv3"
         if kernels and not rout.window_found:
             notes.append("rocprofv3 recorded no ROCTx range: every kernel of the profiled process is listed")
@@ -179,6 +182,22 @@ def _profile(
     else:
         message = errors or _nothing(report, run)
     return Profile(available=False, message=message, device=device, calls=calls)
+
+
+def _rocprof_run(
+    sandboxed: Callable[[list[str], Path], SandboxRun],
+    tool: str,
+    child: list[str],
+    out_dir: Path,
+    counters: list[str],
+    target: Target,
+) -> tuple[SandboxRun, rocprof.RocprofOutput]:
+    out_dir.mkdir(exist_ok=True)
+    run = sandboxed(rocprof.command(tool, child, out_dir, counters), Path(tool).resolve().parent.parent)
+    kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
+    return run, rocprof.parse(
+        kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
+    )
 
 
 def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:

@@ -454,3 +454,56 @@ def test_kjudge_eval_table_shows_the_profile() -> None:
     assert kernel_rows[1].startswith("at::native::vectorized_elementwise_kernel")
     none = format_result(Result(problem_id="p", verdict=Verdict.CORRECT, profile=Profile.unavailable("why")))
     assert "none: why" in none
+
+
+def _fake_rocprofv3(tmp_path: Path, refuse_counters: bool) -> Path:
+    """A stand-in rocprofv3 (a real one needs an AMD GPU): writes the recorded CSV files, nested
+    by host and pid as rocprofv3 does, into -d; with `refuse_counters` it writes nothing when
+    asked for --pmc, as a rocprofv3 that cannot collect a counter set."""
+    root = tmp_path / "rocm"
+    (root / "bin").mkdir(parents=True)
+    for name in ("kernel_trace", "counter_collection", "marker_api_trace"):
+        (root / f"{name}.csv").write_text((DATA / f"rocprof_{name}.csv").read_text())
+    script = textwrap.dedent(
+        f"""\\
+        #!/bin/sh
+        out=""; pmc=0
+        while [ $# -gt 0 ]; do
+          case "$1" in
+            -d) out="$2"; shift ;;
+            --pmc) pmc=1 ;;
+            --) break ;;
+          esac
+          shift
+        done
+        echo "pmc=$pmc" >> "$out/../rocprof-calls"
+        if [ "$pmc" = 1 ] && [ "{int(refuse_counters)}" = 1 ]; then exit 1; fi
+        mkdir -p "$out/host/4711"
+        cp {root}/kernel_trace.csv "$out/host/4711/kjudge_kernel_trace.csv"
+        cp {root}/marker_api_trace.csv "$out/host/4711/kjudge_marker_api_trace.csv"
+        if [ "$pmc" = 1 ]; then cp {root}/counter_collection.csv "$out/host/4711/kjudge_counter_collection.csv"; fi
+        """
+    )
+    return _executable(root / "bin" / "rocprofv3", script)
+
+
+@pytest.mark.parametrize("refuse_counters", [False, True])
+def test_profile_candidate_on_rocm_with_a_stand_in_rocprofv3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuse_counters: bool
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("KJUDGE_ROCPROF", str(_fake_rocprofv3(tmp_path, refuse_counters)))
+    mi300 = Target(backend=Backend.ROCM, arch="gfx942", device="AMD Instinct MI300X")
+    profile = profile_candidate(_job(scratch), mi300, scratch=scratch, env=_env(), timeout_s=60)
+    assert profile.available, profile.message
+    assert profile.profiler == "rocprofv3" and profile.calls == 3 and profile.kernels_seen == 3
+    (k,) = profile.kernels
+    assert k.name.startswith("relu_kernel") and k.calls == 3 and k.duration_us == pytest.approx(4.0)
+    calls = (scratch / "rocprof-calls").read_text().split()
+    if refuse_counters:
+        assert calls == ["pmc=1", "pmc=0"] and "kernel trace only" in (profile.message or "")
+        assert k.dram_gbps is None and k.registers_per_thread == 16
+    else:
+        assert calls == ["pmc=1"] and profile.message is None
+        assert k.dram_pct_of_peak == pytest.approx(k.dram_gbps / 5300 * 100)  # type: ignore[operator]
