@@ -70,10 +70,9 @@ def _check_relu_profile(profile: Profile | dict, backend: Backend, device: str) 
         assert "selected" not in [s.reason for s in k.top_stalls]
 
 
-def test_profiled_correct_cuda_kernel_reports_its_own_kernel(kjudge_home: Path) -> None:
-    result = evaluate(
-        RELU, Submission.from_file(EXAMPLES / "relu_cuda.cu"), _options(kjudge_home, profile=True)
-    )
+def test_profiled_correct_cuda_kernel_reports_its_own_kernel(kjudge_home: Path, tmp_path: Path) -> None:
+    options = _options(kjudge_home, profile=True, keep_scratch=True, scratch_root=tmp_path)
+    result = evaluate(RELU, Submission.from_file(EXAMPLES / "relu_cuda.cu"), options)
     assert result.verdict == Verdict.CORRECT, result.model_dump_json(indent=1)
     assert result.timing is not None and result.roofline is not None  # profiling changes neither
     assert result.target is not None and result.profile is not None
@@ -81,6 +80,15 @@ def test_profiled_correct_cuda_kernel_reports_its_own_kernel(kjudge_home: Path) 
     assert "profile" in result.durations_s and result.durations_s["profile"] > 0
     # the line places the run on the problem's roofline
     assert "roofline (memory-limited" in (result.profile.bottleneck or "")
+    if result.target.backend is Backend.CUDA:
+        # ncu's own log, as the parser read it; KJUDGE_RECORD_PROFILE_DIR keeps a copy to commit
+        # as a recorded fixture (tests/evaluator/profiling_data/recorded, parsed on CI)
+        (log,) = tmp_path.glob("kjudge-eval-*/ncu.csv")
+        record = os.environ.get("KJUDGE_RECORD_PROFILE_DIR")
+        if record:
+            Path(record).mkdir(parents=True, exist_ok=True)
+            device = result.target.device.replace(" ", "_")
+            (Path(record) / f"ncu_raw_relu_{device}.csv").write_text(log.read_text())
 
 
 def test_no_profile_unless_asked(kjudge_home: Path) -> None:

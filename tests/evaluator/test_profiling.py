@@ -507,3 +507,18 @@ def test_profile_candidate_on_rocm_with_a_stand_in_rocprofv3(
     else:
         assert calls == ["pmc=1"] and profile.message is None
         assert k.dram_pct_of_peak == pytest.approx(k.dram_gbps / 5300 * 100)  # type: ignore[operator]
+
+
+RECORDED = sorted((DATA / "recorded").glob("ncu_*.csv"))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.name for p in RECORDED])
+def test_recorded_ncu_logs_parse(path: Path) -> None:
+    """Logs recorded by ncu itself on a GPU (tests/evaluator/test_profile_gpu.py with
+    KJUDGE_RECORD_PROFILE_DIR=tests/evaluator/profiling_data/recorded): the relu kernel."""
+    out = ncu.parse(path.read_text())
+    assert out.errors == [] and out.launches >= 1
+    k = out.kernels[0]
+    assert "relu_kernel" in k.name and k.duration_us and k.duration_us > 0
+    assert k.dram_pct_of_peak is not None and 0 < k.dram_pct_of_peak <= 100
+    assert k.registers_per_thread and k.block_size == 256 and k.top_stalls
