@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
-from .test_serve_embedded import served  # noqa: F401  (the fixture)
+pytest.importorskip("fastapi")  # kjudge serve needs the service's packages
+pytest.importorskip("celery")
+
+from .conftest import REPO  # noqa: E402
+from .test_serve_embedded import served  # noqa: E402, F401  (the fixture)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
