@@ -15,6 +15,7 @@ Nothing (verdict, speedup, leaderboard, integrity) reads it.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 import time
 import traceback
@@ -112,7 +113,7 @@ def _profile(
 
     def sandboxed(argv: list[str], extra_ro: Path) -> SandboxRun:
         # extra_ro: the profiler's install tree (a symlinked /opt/rocm resolves elsewhere)
-        pjob.report_path.unlink(missing_ok=True)
+        _clear(pjob.report_path)
         return run_sandboxed(
             argv,
             scratch=scratch,
@@ -127,6 +128,7 @@ def _profile(
     errors = ""
     if nvidia:
         log_path = scratch / ncu.LOG_NAME
+        _clear(log_path)
         run = sandboxed(ncu.command(tool, child, log_path), ncu.install_dir(tool))
         out = _ncu_output(log_path, run)
         if not out.kernels and ncu.unknown_metric(out.errors) and not run.refused:
@@ -192,12 +194,22 @@ def _rocprof_run(
     counters: list[str],
     target: Target,
 ) -> tuple[SandboxRun, rocprof.RocprofOutput]:
-    out_dir.mkdir(exist_ok=True)
+    _clear(out_dir)
+    out_dir.mkdir()
     run = sandboxed(rocprof.command(tool, child, out_dir, counters), Path(tool).resolve().parent.parent)
     kernel_trace, counter_collection, markers = rocprof.read_output(out_dir)
     return run, rocprof.parse(
         kernel_trace, counter_collection, markers, range_name=PROFILE_RANGE, device_name=target.device
     )
+
+
+def _clear(path: Path) -> None:
+    """Remove whatever is at `path`: the run child had this scratch dir before the profiler, and
+    could have left a forged profiler output (or a link, or a directory) there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 def _ncu_output(log_path: Path, run: SandboxRun) -> ncu.NcuOutput:

@@ -522,3 +522,18 @@ def test_recorded_ncu_logs_parse(path: Path) -> None:
     assert "relu_kernel" in k.name and k.duration_us and k.duration_us > 0
     assert k.dram_pct_of_peak is not None and 0 < k.dram_pct_of_peak <= 100
     assert k.registers_per_thread and k.block_size == 256 and k.top_stalls
+
+
+def test_output_left_by_the_run_child_is_not_taken_for_the_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run child had the scratch dir first: a planted ncu.csv (or report) must not become the
+    profile when the profiler itself writes nothing."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "ncu.csv").write_text((DATA / "ncu_raw_relu_small.csv").read_text())
+    (scratch / "profile-report.json").mkdir()  # a directory where the report goes
+    monkeypatch.setenv("KJUDGE_NCU", str(_executable(tmp_path / "ncu")))  # exits 0, writes nothing
+    profile = profile_candidate(_job(scratch), H200, scratch=scratch, env=_env(), timeout_s=60)
+    assert not profile.available and "no profile" in (profile.message or "")
+    assert not (scratch / "ncu.csv").exists()
