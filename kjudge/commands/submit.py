@@ -234,5 +234,9 @@ def _print_submission(sub: Any, as_json: bool) -> None:
         print(f"  target: {target.get('backend')} {target.get('arch')} ({target.get('device')})")
     if res.get("flags"):
         print(f"  flags: {', '.join(res['flags'])}")
+    profile = res.get("profile") or {}
+    if profile:
+        line = profile.get("bottleneck") if profile.get("available") else f"none: {profile.get('message')}"
+        print(f"  profile: {line}")
     if sub.reused_from:
         print(f"  reused the result of {sub.reused_from}")

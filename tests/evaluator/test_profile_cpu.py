@@ -60,3 +60,22 @@ def test_kjudge_eval_profile_json_on_cpu(kjudge_home: Path) -> None:
     assert table.returncode == 0 and "profile" in table.stdout and "cpu target" in table.stdout
     bad = subprocess.run([*argv, "--profile-timeout", "0"], env=env, cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "--profile-timeout must be positive" in bad.stderr
+
+
+def test_kjudge_submit_prints_the_profile(capsys) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from api.schemas import SubmissionOut
+    from kjudge.commands.submit import _print_submission
+
+    def sub(profile: dict) -> SubmissionOut:
+        result = {"problem_id": "p", "verdict": "correct", "profile": profile}
+        return SubmissionOut(
+            id="s1", problem_id="p", language="cuda", target="cuda", queue="eval.cuda", status="done",
+            verdict="correct", created_at=datetime.now(UTC), profile=True, result=result,
+        )  # fmt: skip
+
+    _print_submission(sub({"available": True, "bottleneck": "memory-bound: `k`"}), as_json=False)
+    _print_submission(sub({"available": False, "message": "no ncu"}), as_json=False)
+    out = capsys.readouterr().out
+    assert "  profile: memory-bound: `k`" in out and "  profile: none: no ncu" in out
