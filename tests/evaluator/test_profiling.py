@@ -277,6 +277,7 @@ def _fake_ncu(tmp_path: Path, fixture: str, mode: str = "log") -> Path:
         log=""; metrics=""
         while [ $# -gt 0 ]; do
           case "$1" in
+            --version) printf 'NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2099.1.0.0 (build 1)\\n'; exit 0 ;;
             --log-file) log="$2"; shift ;;
             --metrics) metrics="$2"; shift ;;
           esac
@@ -320,6 +321,7 @@ def test_profile_candidate_runs_the_profiler_in_the_sandbox(
         return
     assert profile.available, profile.message
     assert profile.device == "NVIDIA H200" and profile.calls == 1 and profile.kernels_seen == 1
+    assert profile.profiler == "ncu 2099.1.0.0"  # asked of the binary, in the parent
     assert profile.kernels[0].name == RELU and profile.kernels[0].bound == "latency"
     assert profile.bottleneck and profile.bottleneck.startswith("latency-bound")
     assert profile.seconds is not None and profile.seconds >= 0
