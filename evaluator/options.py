@@ -83,6 +83,10 @@ class EvalOptions(BaseModel):
     cache_dir: Path | None = Field(default=None, description="default: $KJUDGE_HOME/cache")
     scratch_root: Path | None = Field(default=None, description="where per-evaluation scratch dirs go")
     keep_scratch: bool = False
+    # Profile mode (evaluator/profiling): after a correct verdict, profile the candidate's own
+    # kernels (ncu / rocprofv3) in a separate sandboxed child. Never changes verdict or timing.
+    profile: bool = False
+    profile_timeout_s: float = Field(default=300.0, gt=0, description="wall-clock limit of the profiled run")
 
     def resolved_cache_dir(self) -> Path:
         return (self.cache_dir or default_home() / "cache").expanduser().resolve()

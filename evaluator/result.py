@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluator.profiling.models import Profile
+
 
 class Verdict(StrEnum):
     COMPILE_ERROR = "compile_error"
@@ -139,3 +141,9 @@ class Result(_Model):
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
     message: str | None = Field(default=None, description="one line for the author: what to fix")
+    # Profile mode (EvalOptions.profile; evaluator/profiling): only when asked for.
+    profile: Profile | None = Field(
+        default=None,
+        description="hardware profile of the candidate's own kernels after a correct verdict, "
+        "or available=false with the reason there is none",
+    )
