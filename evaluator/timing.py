@@ -303,14 +303,19 @@ def _drifted(times_ms: list[float]) -> bool:
 
 
 class L2Flusher:
-    """A buffer twice the L2 size; zeroing it evicts everything the previous call left in L2."""
+    """A buffer twice the device's caches; zeroing it evicts everything the previous call left
+    there: L2, and on MI300-class parts the 256 MiB Infinity Cache behind it, which the runtime's
+    L2 size does not count (evaluator/device_facts.py)."""
 
     def __init__(self, device: torch.device) -> None:
+        from evaluator.device_facts import flush_bytes
+
         try:
-            l2 = int(torch.cuda.get_device_properties(device).L2_cache_size) or DEFAULT_L2_BYTES
+            props = torch.cuda.get_device_properties(device)
+            size = flush_bytes(props.name, getattr(props, "gcnArchName", ""), int(props.L2_cache_size))
         except (AttributeError, RuntimeError):
-            l2 = DEFAULT_L2_BYTES
-        self.buffer = torch.empty(2 * l2, dtype=torch.int8, device=device)
+            size = 2 * DEFAULT_L2_BYTES
+        self.buffer = torch.empty(size, dtype=torch.int8, device=device)
 
     def __call__(self) -> None:
         self.buffer.zero_()
