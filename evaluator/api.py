@@ -25,6 +25,7 @@ from pathlib import Path
 
 from evaluator import baselines
 from evaluator.ceilings import probe_ceilings
+from evaluator.feedback import feedback
 from evaluator.languages import NATIVE_LANGUAGES
 from evaluator.languages.infer import infer_language
 from evaluator.languages.precheck import precheck
@@ -151,7 +152,10 @@ def evaluate(
     language = submission.language or infer_language(submission.source, submission.filename)
     early = precheck(submission.source, language)
     if early:
-        return _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0})
+        return _with_feedback(
+            _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0}),
+            submission,
+        )
 
     cache_dir = options.resolved_cache_dir()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -161,15 +165,22 @@ def evaluate(
     scratch = Path(tempfile.mkdtemp(prefix="kjudge-eval-", dir=scratch_root)).resolve()
     scratches = [scratch]  # a spare's scratch joins it
     try:
-        return _evaluate(
+        result = _evaluate(
             problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
+        return _with_feedback(result, submission)
     finally:
         if not options.keep_scratch:
             for path in scratches:
                 shutil.rmtree(path, ignore_errors=True)
         # The next evaluation's child starts importing now, while the worker waits for a job.
         SPARES.refill()
+
+
+def _with_feedback(result: Result, submission: Submission) -> Result:
+    """Feedback for a model's next turn (evaluator/feedback.py), from the finished Result."""
+    result.feedback = feedback(result, submission.source)
+    return result
 
 
 def _evaluate(

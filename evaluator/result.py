@@ -123,3 +123,8 @@ class Result(_Model):
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
     message: str | None = Field(default=None, description="one line for the author: what to fix")
+    feedback: str | None = Field(
+        default=None,
+        description="text for a model's next turn: compile errors at the candidate's lines, the first "
+        "mismatch, each flag explained, the speedup and roofline headroom (evaluator/feedback.py)",
+    )
