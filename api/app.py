@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import KeyCache
+from api.backpressure import QueueGate
 from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
 from api.queue import Enqueuer, make_enqueuer
@@ -112,6 +113,7 @@ def create_app(
     app.state.rate_limiter = rate_limiter or make_rate_limiter(settings.effective_redis_url)
     app.state.key_cache = KeyCache(settings.api_key_cache_s)
     app.state.problem_cache = ProblemCache()
+    app.state.queue_gate = QueueGate(settings)
 
     install_error_handlers(app)
     for module in (submissions, batches, problems, leaderboard, health):

@@ -37,6 +37,12 @@ class Settings(BaseSettings):
     max_body_bytes: int = 64 << 20
     long_poll_max_s: float = 60.0
 
+    # Backpressure (api/backpressure.py): a POST that would make a target's queue (its `queued`
+    # submissions) deeper than this is refused whole with 429 and Retry-After. None: no limit.
+    max_queue_depth: int | None = Field(default=5000, ge=1)
+    queue_depth_cache_s: float = 1.0  # the depth is re-read at most this often per API process
+    queue_retry_after_s: int = Field(default=5, ge=1)
+
     # Database pool (per API process).
     db_pool_size: int = 10
     db_max_overflow: int = 20

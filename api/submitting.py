@@ -10,16 +10,18 @@ import hashlib
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from prometheus_client import Counter
+from prometheus_client import Counter as MetricCounter
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from api.auth import Principal
+from api.backpressure import QueueGate
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.schemas import SubmissionAccepted, SubmissionCreate
@@ -32,7 +34,7 @@ from worker.routing import UnknownTarget, normalize_target, queue_for_target
 LANGUAGES = tuple(lang.value for lang in Language)
 MAX_METADATA_BYTES = 64 << 10
 
-SUBMISSIONS_ACCEPTED = Counter("kjudge_submissions_accepted_total", "submissions stored", ["kind"])
+SUBMISSIONS_ACCEPTED = MetricCounter("kjudge_submissions_accepted_total", "submissions stored", ["kind"])
 
 
 class ProblemCache:
@@ -213,6 +215,7 @@ def accept(
     prepared: list[Prepared],
     *,
     batch: bool,
+    gate: QueueGate | None = None,
 ) -> tuple[str | None, list[SubmissionAccepted]]:
     """Stores the new submissions in one transaction, commits, then enqueues them.
 
@@ -224,7 +227,9 @@ def accept(
     has_keys = any(p.idempotency_key is not None for p in prepared)
     for attempt in range(2):
         try:
-            batch_id, jobs = _store(session, principal, prepared, batch=batch, check_keys=attempt == 1)
+            batch_id, jobs = _store(
+                session, principal, prepared, batch=batch, check_keys=attempt == 1, gate=gate
+            )
             break
         except sa_exc.IntegrityError:
             session.rollback()
@@ -238,7 +243,13 @@ def accept(
 
 
 def _store(
-    session: Session, principal: Principal, prepared: list[Prepared], *, batch: bool, check_keys: bool
+    session: Session,
+    principal: Principal,
+    prepared: list[Prepared],
+    *,
+    batch: bool,
+    check_keys: bool,
+    gate: QueueGate | None = None,
 ) -> tuple[str | None, list[tuple[str, str]]]:
     if check_keys:
         _apply_idempotency(session, principal, prepared, batch)
@@ -259,6 +270,10 @@ def _store(
     results: list[dict[str, Any]] = []
     jobs: list[tuple[str, str]] = []
     donors = _find_donors(session, [p for p in fresh if p.reuse])
+    adding = Counter(p.queue for p in fresh if _reuse_key(p) not in donors)  # the ones enqueued below
+    if gate is not None:
+        # Backpressure: refused whole, before anything is inserted (api/backpressure.py).
+        gate.admit(session, adding)
     for p in fresh:
         sid = new_id()
         meta = p.metadata
@@ -318,6 +333,8 @@ def _store(
         # commit of the key, which an unlimited key (an RL trainer) should not pay for.
         _charge_quota(session, principal.key_id, len(rows))
     session.commit()
+    if gate is not None:
+        gate.added(adding)
     if rows:
         SUBMISSIONS_ACCEPTED.labels("reused").inc(len(results))
         SUBMISSIONS_ACCEPTED.labels("queued").inc(len(jobs))

@@ -11,7 +11,16 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, get_sessionmaker, require
+from api.backpressure import QueueGate
+from api.deps import (
+    EnqueuerDep,
+    ProblemCacheDep,
+    QueueGateDep,
+    SessionDep,
+    SettingsDep,
+    get_sessionmaker,
+    require,
+)
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.routes.submissions import ERRORS
@@ -32,6 +41,7 @@ async def create_batch(
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     problem_cache: ProblemCacheDep,
+    gate: QueueGateDep,
     principal: Annotated[Principal, Depends(require("submit"))],
 ) -> BatchAccepted:
     """Accepts up to 1,000 submissions atomically: all are stored or none. An item's
@@ -44,7 +54,7 @@ async def create_batch(
             413, "batch_too_large", f"the batch has {n} submissions; the limit is {settings.max_batch_items}"
         )
     batch_id, accepted = await run_in_threadpool(
-        _create_batch, maker, settings, enqueuer, problem_cache, principal, body
+        _create_batch, maker, settings, enqueuer, problem_cache, gate, principal, body
     )
     if batch_id:
         response.headers["Location"] = f"/v1/batches/{batch_id}"
@@ -56,6 +66,7 @@ def _create_batch(
     settings: Settings,
     enqueuer: Enqueuer,
     problem_cache: ProblemCache,
+    gate: QueueGate,
     principal: Principal,
     body: BatchCreate,
 ) -> tuple[str | None, list[SubmissionAccepted]]:
@@ -68,7 +79,7 @@ def _create_batch(
             batch=True,
             cache=problem_cache,
         )
-        return accept(session, enqueuer, principal, prepared, batch=True)
+        return accept(session, enqueuer, principal, prepared, batch=True, gate=gate)
 
 
 @router.get("/{batch_id}", response_model=BatchOut, responses=ERRORS)
