@@ -64,6 +64,10 @@ class RewardConfig(BaseModel):
     # Evaluation settings the adaptors use (not shaping, but configured in the same place).
     reuse: bool = Field(default=True, description="an identical earlier submission's result is reused")
     timeout_s: float = Field(default=900.0, gt=0, description="longest wait for one evaluation")
+    target: str | None = Field(default=None, description="target when the data names none (cpu, sm_90, ...)")
+    client_retries: int = Field(
+        default=6, ge=0, description="retries of a refused (429/503) or failed request before an infra error"
+    )
 
     @model_validator(mode="after")
     def _gate(self) -> RewardConfig:
