@@ -71,12 +71,20 @@ def _count(rewards: Sequence[Reward]) -> None:
             )
 
 
+_warned: set[tuple[str, ...]] = set()
+
+
 def load_config(config: RewardConfig | None = None, **overrides: Any) -> RewardConfig:
     """`config`, else RewardConfig from $KJUDGE_REWARD_CONFIG (JSON) or defaults; then overrides."""
     if config is None:
         raw = os.environ.get(CONFIG_ENV)
         config = RewardConfig.model_validate(json.loads(raw)) if raw else RewardConfig()
     known = {k: v for k, v in overrides.items() if k in RewardConfig.model_fields}
+    unknown = sorted(set(overrides) - set(known))
+    if unknown and tuple(unknown) not in _warned:
+        # Frameworks pass keywords of their own (verl: sandbox_fusion_url, ...): ignored, said once.
+        _warned.add(tuple(unknown))
+        log.warning("kjudge reward: ignoring keyword arguments that are not RewardConfig fields: %s", unknown)
     return config.model_copy(update=known) if known else config
 
 
