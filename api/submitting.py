@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from prometheus_client import Counter as MetricCounter
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, contains_eager
 
 from api.auth import Principal
 from api.backpressure import QueueGate
@@ -299,6 +299,9 @@ def _store(
             "created_at": now,
             "updated_at": now,
             "reused_from": None,
+            # Every row has the same keys: one executemany of a batch mixing reused and new items.
+            "started_at": None,
+            "finished_at": None,
         }
         donor = donors.get(_reuse_key(p))
         if donor is not None:
@@ -317,7 +320,9 @@ def _store(
                     "created_at": now,
                 }
             )
-            p.accepted = SubmissionAccepted(id=sid, status="done", verdict=donor.verdict, reused_from=origin)
+            p.accepted = SubmissionAccepted(
+                id=sid, status="done", verdict=donor.verdict, reused_from=origin, result=copied
+            )
         else:
             jobs.append((sid, p.queue))
             p.accepted = SubmissionAccepted(id=sid, status="queued")
@@ -381,6 +386,8 @@ def _find_donors(
         donor = session.scalars(
             sa.select(Submission)
             .join(ResultRow, ResultRow.submission_id == Submission.id)
+            # The joined row fills donor.result: no second query for it (the reward path).
+            .options(contains_eager(Submission.result))
             .where(
                 Submission.problem_id == p.problem_id,
                 Submission.source_sha256 == p.source_sha256,
@@ -416,3 +423,10 @@ def _charge_quota(session: Session, key_id: str, n: int) -> None:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)[:200]
+
+
+def without_results(accepted: list[SubmissionAccepted]) -> list[SubmissionAccepted]:
+    """The answer of a POST that did not ask for reused results (?include_result)."""
+    for a in accepted:
+        a.result = None
+    return accepted

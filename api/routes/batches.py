@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
@@ -26,7 +26,7 @@ from api.queue import Enqueuer
 from api.routes.submissions import ERRORS
 from api.schemas import BatchAccepted, BatchCreate, BatchOut, SubmissionAccepted
 from api.settings import Settings
-from api.submitting import ProblemCache, accept, prepare
+from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import submission_out
 from db.models import FINAL_STATUSES, Batch, ResultRow, Submission
 
@@ -43,9 +43,12 @@ async def create_batch(
     problem_cache: ProblemCacheDep,
     gate: QueueGateDep,
     principal: Annotated[Principal, Depends(require("submit"))],
+    include_result: Annotated[bool, Query(description="with `reuse`: answer with reused Results")] = False,
 ) -> BatchAccepted:
     """Accepts up to 1,000 submissions atomically: all are stored or none. An item's
-    `client_request_id` makes a retried batch answer with the submissions stored the first time."""
+    `client_request_id` makes a retried batch answer with the submissions stored the first time.
+    With `?include_result=true` an item that `reuse` completed at once carries its Result (an RL
+    reward of a kernel seen before then costs this one request)."""
     n = len(body.submissions)
     if n == 0:
         raise ApiError(422, "empty_batch", "submissions is empty: send at least one")
@@ -58,6 +61,8 @@ async def create_batch(
     )
     if batch_id:
         response.headers["Location"] = f"/v1/batches/{batch_id}"
+    if not include_result:
+        accepted = without_results(accepted)
     return BatchAccepted(id=batch_id or "", count=len(accepted), submissions=accepted)
 
 

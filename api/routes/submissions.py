@@ -27,7 +27,7 @@ from api.errors import ApiError
 from api.queue import Enqueuer
 from api.schemas import ErrorBody, SubmissionAccepted, SubmissionCreate, SubmissionOut, SubmissionPage
 from api.settings import Settings
-from api.submitting import ProblemCache, accept, prepare
+from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import decode_cursor, encode_cursor, submission_out
 from db.models import FINAL_STATUSES, ResultRow, Submission
 
@@ -51,6 +51,7 @@ async def create_submission(
     gate: QueueGateDep,
     principal: Annotated[Principal, Depends(require("submit"))],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    include_result: Annotated[bool, Query(description="with `reuse`: answer with the reused Result")] = False,
 ) -> SubmissionAccepted:
     """Stores the submission (status `queued`), then enqueues it. A retried POST with the same
     `Idempotency-Key` answers with the first submission instead of creating a second."""
@@ -62,7 +63,7 @@ async def create_submission(
     if accepted.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     response.headers["Location"] = f"/v1/submissions/{accepted.id}"
-    return accepted
+    return accepted if include_result else without_results([accepted])[0]
 
 
 def _create_submission(

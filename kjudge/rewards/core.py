@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -169,43 +169,65 @@ async def score_items(
     return rewards
 
 
+@dataclass(frozen=True)
+class _Final:
+    status: str
+    result: Any
+    message: str | None = None
+
+
 async def _evaluate(bodies: list[dict[str, Any]], config: RewardConfig, client: AsyncClient) -> list[Reward]:
     deadline = time.monotonic() + config.timeout_s
     try:
-        accepted = await client.submit_many(bodies)
+        # Results that `reuse` finds come back in this answer: a kernel seen before costs one request.
+        accepted = await client.submit_many(bodies, include_result=True)
     except KjudgeError as exc:
         return [infra_error(f"kjudge refused or could not take the submission: {exc}")] * len(bodies)
     ids = [s.id for s in accepted.submissions]
-    finals = await _wait(client, accepted.id, ids, [s.status for s in accepted.submissions], deadline)
+    finals: dict[str, _Final | BaseException | None] = {
+        s.id: _Final(s.status, s.result)
+        for s in accepted.submissions
+        if s.status in FINAL and s.result is not None
+    }
+    waiting = [(s.id, s.status) for s in accepted.submissions if s.id not in finals]
+    if waiting:
+        finals.update(await _wait(client, accepted.id, waiting, deadline))
     rewards = []
     for sid in ids:
-        sub = finals.get(sid)
-        if isinstance(sub, BaseException):
-            rewards.append(infra_error(f"waiting for submission {sid} failed: {sub}", sid))
-        elif sub is None or sub.status not in FINAL:
+        final = finals.get(sid)
+        if isinstance(final, BaseException):
+            rewards.append(infra_error(f"waiting for submission {sid} failed: {final}", sid))
+        elif final is None or final.status not in FINAL:
             rewards.append(
                 infra_error(f"submission {sid} was not evaluated within {config.timeout_s:g} s", sid)
             )
         else:
-            result = sub.result if sub.status == "done" else None
-            rewards.append(shape(result, config, status=sub.status, submission_id=sid, message=sub.message))
+            result = final.result if final.status == "done" else None
+            rewards.append(
+                shape(result, config, status=final.status, submission_id=sid, message=final.message)
+            )
     return rewards
 
 
+def _final(sub: SubmissionOut) -> _Final:
+    return _Final(sub.status, sub.result, sub.message)
+
+
 async def _wait(
-    client: AsyncClient, batch_id: str, ids: list[str], statuses: list[str], deadline: float
-) -> Mapping[str, SubmissionOut | BaseException | None]:
-    if len(ids) <= PER_ID_WAIT_MAX or not batch_id:
+    client: AsyncClient, batch_id: str, waiting: list[tuple[str, str]], deadline: float
+) -> dict[str, _Final | BaseException | None]:
+    """Final states of the (id, status) pairs: a long-poll each for a few, else the batch's
+    summary until it is done and then its results in one request."""
+    if len(waiting) <= PER_ID_WAIT_MAX or not batch_id:
 
-        async def one(sid: str, status: str) -> SubmissionOut:
+        async def one(sid: str, status: str) -> _Final:
             if status in FINAL:
-                return await client.get(sid)
-            return await client.wait(sid, timeout=max(0.0, deadline - time.monotonic()))
+                return _final(await client.get(sid))
+            return _final(await client.wait(sid, timeout=max(0.0, deadline - time.monotonic())))
 
-        got = await asyncio.gather(
-            *(one(s, st) for s, st in zip(ids, statuses, strict=True)), return_exceptions=True
-        )
-        return dict(zip(ids, got, strict=True))
+        got = await asyncio.gather(*(one(sid, st) for sid, st in waiting), return_exceptions=True)
+        return {sid: g for (sid, _), g in zip(waiting, got, strict=True)}
+    ids = {sid for sid, _ in waiting}
     delay = BATCH_POLL_START_S
     try:
         while not (await client.batch(batch_id)).done:
@@ -216,4 +238,4 @@ async def _wait(
         batch = await client.batch(batch_id, include_result=True)
     except KjudgeError as exc:
         return dict.fromkeys(ids, exc)
-    return {s.id: s for s in batch.submissions}
+    return {s.id: _final(s) for s in batch.submissions if s.id in ids}

@@ -111,3 +111,28 @@ def test_the_sdk_retries_a_refused_batch_until_the_queue_drains(live_full, db, k
     assert waited >= 1.0, "the batch went in before the queue drained"
     assert _count(db) == 4
     assert sorted(queued_ids(rds)) == sorted([*waiting, *(s.id for s in accepted.submissions)])
+
+
+def test_a_reused_result_comes_back_in_the_post_when_asked(client, db, rds) -> None:
+    """?include_result=true: an RL reward of a kernel seen before costs one request."""
+    from db.models import ResultRow
+
+    first = client.post("/v1/submissions", json=submission()).json()["id"]
+    db.execute(sa.update(Submission).where(Submission.id == first).values(status="done", verdict="incorrect"))
+    db.add(
+        ResultRow(submission_id=first, result={"problem_id": "x", "verdict": "incorrect", "feedback": "f"})
+    )
+    db.commit()
+    body = {"submissions": [submission(reuse=True), submission(reuse=True, source="// new\n")]}
+    with_results = client.post("/v1/batches", params={"include_result": "true"}, json=body).json()[
+        "submissions"
+    ]
+    assert with_results[0]["status"] == "done" and with_results[0]["result"]["feedback"] == "f"
+    assert with_results[0]["result"]["id"] == with_results[0]["id"]  # the new submission's copy
+    assert with_results[1]["status"] == "queued" and with_results[1]["result"] is None
+    plain = client.post("/v1/submissions", json=submission(reuse=True)).json()
+    assert plain["status"] == "done" and plain["result"] is None
+    single = client.post(
+        "/v1/submissions", params={"include_result": "true"}, json=submission(reuse=True)
+    ).json()
+    assert single["result"]["verdict"] == "incorrect"
