@@ -104,6 +104,28 @@ def _completion(kernel: str, i: int) -> str:
     )
 
 
+def _tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of `root` and its descendants: the server's whole cost,
+    whatever else the shared host is doing."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            stats[int(entry.name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += (int(stats[pid][11]) + int(stats[pid][12])) / tick
+        todo.extend(children.get(pid, []))
+    return total
+
+
 def _quantiles(ms: list[float]) -> dict[str, float]:
     q = statistics.quantiles(ms, n=100, method="inclusive")
     return {
@@ -115,7 +137,9 @@ def _quantiles(ms: list[float]) -> dict[str, float]:
     }
 
 
-async def _run(kernels: list[str], calls: int, concurrency: int, reward: Any) -> dict[str, Any]:
+async def _run(
+    kernels: list[str], calls: int, concurrency: int, reward: Any, server_pid: int
+) -> dict[str, Any]:
     gate = asyncio.Semaphore(concurrency)
     latencies: list[float] = []
     scores: list[float | None] = []
@@ -133,9 +157,11 @@ async def _run(kernels: list[str], calls: int, concurrency: int, reward: Any) ->
             latencies.append((time.perf_counter() - start) * 1e3)
             scores.append(score)
 
+    server_cpu, client_cpu = _tree_cpu_s(server_pid), time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(calls)))
     wall = time.perf_counter() - started
+    server_cpu, client_cpu = _tree_cpu_s(server_pid) - server_cpu, time.process_time() - client_cpu
     return {
         "concurrency": concurrency,
         "calls": calls,
@@ -143,6 +169,9 @@ async def _run(kernels: list[str], calls: int, concurrency: int, reward: Any) ->
         "calls_per_s": round(calls / wall, 1),
         "infra_errors": sum(s is None for s in scores),
         **_quantiles(latencies),
+        "server_cpu_ms_per_call": round(server_cpu / calls * 1e3, 2),
+        "client_cpu_ms_per_call": round(client_cpu / calls * 1e3, 2),
+        "host_load_1min": round(os.getloadavg()[0], 2),
     }
 
 
@@ -196,8 +225,8 @@ def main() -> int:
                 target=["cpu"] * len(kernels),
             )
             evaluated_s = time.perf_counter() - t
-            await _run(kernels, 50, max(levels), reward)  # connections, caches: not reported
-            return warm, evaluated_s, [await _run(kernels, args.calls, c, reward) for c in levels]
+            await _run(kernels, 50, max(levels), reward, proc.pid)  # connections, caches: not reported
+            return warm, evaluated_s, [await _run(kernels, args.calls, c, reward, proc.pid) for c in levels]
 
         warm, evaluated_s, runs = asyncio.run(bench())
         if any(s is None for s in warm):
@@ -211,12 +240,14 @@ def main() -> int:
         log.close()
 
     print(
-        f"{'concurrency':>11} {'calls':>6} {'calls/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'infra':>6}"
+        f"{'concurrency':>11} {'calls':>6} {'calls/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+        f"{'srv cpu':>8} {'cli cpu':>8} {'load':>5} {'infra':>6}"
     )
     for r in runs:
         print(
             f"{r['concurrency']:>11} {r['calls']:>6} {r['calls_per_s']:>8} {r['p50_ms']:>8} {r['p90_ms']:>8} "
-            f"{r['p99_ms']:>8} {r['max_ms']:>8} {r['infra_errors']:>6}"
+            f"{r['p99_ms']:>8} {r['max_ms']:>8} {r['server_cpu_ms_per_call']:>8} {r['client_cpu_ms_per_call']:>8} "
+            f"{r['host_load_1min']:>5} {r['infra_errors']:>6}"
         )
     head = next((r for r in runs if r["concurrency"] == args.headline_concurrency), runs[-1])
     out = {
@@ -230,6 +261,9 @@ def main() -> int:
             "concurrency": head["concurrency"],
             "calls": head["calls"],
             "calls_per_s": head["calls_per_s"],
+            "server_cpu_ms_per_call": head["server_cpu_ms_per_call"],
+            "client_cpu_ms_per_call": head["client_cpu_ms_per_call"],
+            "host_load_1min": head["host_load_1min"],
             "infra_errors": sum(r["infra_errors"] for r in runs),
             "target_p99_ms": TARGET_P99_MS,
             "met": head["p99_ms"] <= TARGET_P99_MS,
@@ -239,7 +273,9 @@ def main() -> int:
             "call": "kjudge.rewards.trl.kernel_reward with one completion (TRL's keyword arguments); the kernel "
             "is one of 2 already evaluated (relu_cpp.cpp, relu_incorrect.cpp on examples/relu/problem.py), "
             "so each call is extract + POST /v1/batches (reuse) + GET of the stored result + shaping",
-            "statistic": "per-call latency quantiles over `calls` calls, client clock, after 50 warm-up calls",
+            "statistic": "per-call latency quantiles over `calls` calls, client clock, after 50 warm-up calls; "
+            "CPU ms per call of the serve process tree (API + idle worker) and of this client process, "
+            "which the shared host's load does not inflate the way it inflates latency",
             "warmup_evaluations_s": round(evaluated_s, 1),
         },
         "runs": runs,
