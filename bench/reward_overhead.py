@@ -259,6 +259,8 @@ def main() -> int:
             "p99_ms": head["p99_ms"],
             "p50_ms": head["p50_ms"],
             "concurrency": head["concurrency"],
+            # One call at a time: what a call costs with no other call ahead of it in the API.
+            "p99_ms_sequential": next((r["p99_ms"] for r in runs if r["concurrency"] == 1), None),
             "calls": head["calls"],
             "calls_per_s": head["calls_per_s"],
             "server_cpu_ms_per_call": head["server_cpu_ms_per_call"],
