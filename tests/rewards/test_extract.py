@@ -63,3 +63,18 @@ def test_a_longer_fence_holds_a_shorter_one() -> None:
     text = f"````python\n{KB}# usage:\n# ```\n````"
     got = extract_code(text)
     assert got is not None and got.language is Language.KERNELBENCH and "# ```" in got.source
+
+
+def test_trl_completions_as_strings_or_messages() -> None:
+    from kjudge.rewards.trl import completion_text
+
+    assert completion_text("plain") == "plain"
+    chat = [
+        {"role": "assistant", "content": "thinking"},
+        {"role": "tool", "content": "x"},
+        {"role": "assistant", "content": "final"},
+    ]
+    assert completion_text(chat) == "final"
+    assert completion_text([{"content": "no role"}]) == "no role"
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    assert completion_text(parts) == "ab"

@@ -56,3 +56,13 @@ def test_a_config_that_breaks_the_correctness_gate_is_refused() -> None:
     with pytest.raises(ValidationError, match="incorrect_score"):
         RewardConfig(speedup_weight=1.0, max_log2_speedup=3.0)
     assert RewardConfig(hack_score=-5).hack_score == -5
+
+
+def test_adaptor_config_from_the_environment_and_keywords(monkeypatch, caplog) -> None:
+    from kjudge.rewards import load_config
+
+    monkeypatch.setenv("KJUDGE_REWARD_CONFIG", '{"hack_score": -2.0, "target": "cpu"}')
+    config = load_config(infra_score=0.5, sandbox_fusion_url="http://x")  # verl passes keywords of its own
+    assert (config.hack_score, config.target, config.infra_score) == (-2.0, "cpu", 0.5)
+    assert "sandbox_fusion_url" in caplog.text
+    assert load_config(RewardConfig()).hack_score == CONFIG.hack_score  # an explicit config wins
