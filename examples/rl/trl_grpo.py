@@ -44,7 +44,9 @@ def main() -> None:
         model=args.model,
         reward_funcs=[kernel_reward],
         train_dataset=Dataset.from_list(rows),
-        args=GRPOConfig(output_dir="grpo-kjudge", num_generations=8, max_completion_length=2048, logging_steps=1),
+        args=GRPOConfig(
+            output_dir="grpo-kjudge", num_generations=8, max_completion_length=2048, logging_steps=1
+        ),
     )
     trainer.train()
 
