@@ -172,17 +172,17 @@ def _run_section(result: Result) -> list[str]:
 
 def _correct_section(result: Result) -> list[str]:
     s, t, b = result.speedup, result.timing, result.baseline
-    if s is None or s.vs_eager is None or t is None:
-        return ["Correct."]
-    text = (
-        f"Correct. Median {t.median_ms:.4g} ms vs eager PyTorch {b.eager_ms:.4g} ms"
-        if b and b.eager_ms
-        else (f"Correct. Median {t.median_ms:.4g} ms")
-    )
-    text += f": {s.vs_eager:.2f}x speedup vs eager"
-    if s.vs_compile is not None:
-        text += f", {s.vs_compile:.2f}x vs torch.compile"
-    lines = [text + "."]
+    text = "Correct."
+    if t is not None:
+        text = f"Correct. Median {t.median_ms:.4g} ms"
+        if b is not None and b.eager_ms:
+            text += f" vs eager PyTorch {b.eager_ms:.4g} ms"
+        if s is not None and s.vs_eager is not None:
+            text += f": {s.vs_eager:.2f}x speedup vs eager"
+            if s.vs_compile is not None:
+                text += f", {s.vs_compile:.2f}x vs torch.compile"
+        text += "."
+    lines = [text]
     r = result.roofline
     if r is not None and r.fraction_of_bound > 0:
         headroom = 1.0 / r.fraction_of_bound
