@@ -42,6 +42,8 @@ FLAG_SENTENCES: dict[str, str] = {
     "exceeds_roofline": "the measured time is below what moving the data once allows on this device, so "
     "the work was not really done in the timed call.",
     "recycled_memory": "outputs depended on leftover contents of freed memory; write every output element.",
+    "timed_output_mismatch": "a timed call returned wrong outputs although the checked calls were right; "
+    "the kernel must compute the same correct result on every call.",
     "no_custom_kernel": "only PyTorch's own kernels ran; no custom kernel of yours was launched.",
     "problem_error": "the problem itself failed (not your kernel); nothing to fix on your side.",
 }
