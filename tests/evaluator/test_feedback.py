@@ -111,3 +111,11 @@ def test_bounded_and_scrubbed() -> None:
     run = feedback(_result(Verdict.RUNTIME_ERROR, message="crashed", logs=Logs(run=run_log)))
     assert "s3cret" not in run and "kj_abcdefghijklmnopqrstuv" not in run and len(run) <= MAX_CHARS
     assert scrub("see /tmp/kjudge-eval-abc/kjudge_candidate.py line 3") == "see kjudge_candidate.py line 3"
+
+
+def test_every_integrity_flag_has_its_sentence() -> None:
+    from evaluator import integrity
+    from evaluator.feedback import FLAG_SENTENCES
+
+    missing = (set(integrity.REJECTING_FLAGS) | {integrity.NO_CUSTOM_KERNEL}) - set(FLAG_SENTENCES)
+    assert not missing, f"add a sentence to evaluator/feedback.py FLAG_SENTENCES for {sorted(missing)}"
