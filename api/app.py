@@ -17,11 +17,12 @@ from fastapi.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import KeyCache
+from api.backpressure import QueueGate
 from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
 from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
-from api.routes import batches, health, leaderboard, problems, submissions
+from api.routes import batches, health, leaderboard, problems, rewards, submissions
 from api.settings import Settings, get_settings
 from api.submitting import ProblemCache
 from db.session import get_sessionmaker
@@ -112,9 +113,10 @@ def create_app(
     app.state.rate_limiter = rate_limiter or make_rate_limiter(settings.effective_redis_url)
     app.state.key_cache = KeyCache(settings.api_key_cache_s)
     app.state.problem_cache = ProblemCache()
+    app.state.queue_gate = QueueGate(settings)
 
     install_error_handlers(app)
-    for module in (submissions, batches, problems, leaderboard, health):
+    for module in (submissions, batches, problems, leaderboard, health, rewards):
         app.include_router(module.router)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

@@ -26,6 +26,7 @@ from api.auth import (
     principal_for,
     secret_from_headers,
 )
+from api.backpressure import QueueGate
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.ratelimit import RateLimiter
@@ -55,6 +56,10 @@ async def get_enqueuer(request: Request) -> Enqueuer:
 
 async def get_problem_cache(request: Request) -> ProblemCache:
     return request.app.state.problem_cache
+
+
+async def get_queue_gate(request: Request) -> QueueGate:
+    return request.app.state.queue_gate
 
 
 async def get_rate_limiter(request: Request) -> RateLimiter:
@@ -157,3 +162,4 @@ SessionDep = Annotated[Session, Depends(get_db)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
 ProblemCacheDep = Annotated[ProblemCache, Depends(get_problem_cache)]
+QueueGateDep = Annotated[QueueGate, Depends(get_queue_gate)]

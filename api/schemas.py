@@ -59,6 +59,11 @@ class SubmissionAccepted(BaseModel):
     verdict: str | None = None
     reused_from: str | None = None
     replayed: bool = Field(default=False, description="true when an idempotency key matched an earlier POST")
+    result: dict[str, Any] | None = Field(
+        default=None,
+        description="the reused Result, when `reuse` found one (status done at once) and the POST asked "
+        "?include_result=true: no GET needed",
+    )
 
 
 class BatchAccepted(BaseModel):

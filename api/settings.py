@@ -37,6 +37,18 @@ class Settings(BaseSettings):
     max_body_bytes: int = 64 << 20
     long_poll_max_s: float = 60.0
 
+    # Backpressure (api/backpressure.py): a POST that would make a target's queue (its `queued`
+    # submissions) deeper than this is refused whole with 429 and Retry-After. None: no limit.
+    max_queue_depth: int | None = Field(default=5000, ge=1)
+    queue_depth_cache_s: float = 1.0  # the depth is re-read at most this often per API process
+    queue_retry_after_s: int = Field(default=5, ge=1)
+
+    # RL rewards (POST /v1/rewards/openrlhf): RewardConfig fields (evaluator/reward.py) as JSON,
+    # the same variable the client-side adaptors read; and how long one request may wait for its
+    # evaluations (OpenRLHF gives a remote reward request 180 s).
+    reward_config: dict[str, Any] = Field(default_factory=dict)
+    reward_wait_s: float = Field(default=170.0, gt=0)
+
     # Database pool (per API process).
     db_pool_size: int = 10
     db_max_overflow: int = 20

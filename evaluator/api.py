@@ -25,6 +25,7 @@ from pathlib import Path
 
 from evaluator import baselines
 from evaluator.ceilings import probe_ceilings, published_ceilings
+from evaluator.feedback import feedback
 from evaluator.languages import NATIVE_LANGUAGES
 from evaluator.languages.infer import infer_language
 from evaluator.languages.precheck import precheck
@@ -151,8 +152,9 @@ def evaluate(
     language = submission.language or infer_language(submission.source, submission.filename)
     early = precheck(submission.source, language)
     if early:
-        return _answer_profile(
+        return _completed(
             _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0}),
+            submission,
             options,
         )
 
@@ -167,7 +169,7 @@ def evaluate(
         result = _evaluate(
             problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
-        return _answer_profile(result, options)
+        return _completed(result, submission, options)
     finally:
         if not options.keep_scratch:
             for path in scratches:
@@ -176,12 +178,15 @@ def evaluate(
         SPARES.refill()
 
 
-def _answer_profile(result: Result, options: EvalOptions) -> Result:
-    """Profile mode: a requested profile always answers, also when nothing was profiled."""
+def _completed(result: Result, submission: Submission, options: EvalOptions) -> Result:
+    """The last touches on a finished Result: a requested profile always answers, also when
+    nothing was profiled; then feedback for a model's next turn (evaluator/feedback.py), which
+    reads the profile's bottleneck line."""
     if options.profile and result.profile is None:
         from evaluator.profiling.run import not_profiled
 
         result.profile = not_profiled(result.verdict)
+    result.feedback = feedback(result, submission.source)
     return result
 
 

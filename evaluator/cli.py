@@ -84,6 +84,8 @@ def format_result(result: Result) -> str:
         rows.append(("durations", "  ".join(f"{k} {v:.2f}s" for k, v in result.durations_s.items())))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if result.feedback:
+        lines += ["", "--- feedback ---", result.feedback]
     if result.verdict not in (Verdict.CORRECT, None):
         for name, log in (("compile log", result.logs.compile), ("run log", result.logs.run)):
             if log.strip():

@@ -147,3 +147,8 @@ class Result(_Model):
         description="hardware profile of the candidate's own kernels after a correct verdict, "
         "or available=false with the reason there is none",
     )
+    feedback: str | None = Field(
+        default=None,
+        description="text for a model's next turn: compile errors at the candidate's lines, the first "
+        "mismatch, each flag explained, the speedup and roofline headroom (evaluator/feedback.py)",
+    )

@@ -81,6 +81,10 @@ def _retry_delay(response: httpx.Response | None, attempt: int) -> float:
     return min(0.5 * 2**attempt, 10.0)
 
 
+def _result_param(include_result: bool) -> dict[str, Any]:
+    return {"include_result": "true"} if include_result else {}
+
+
 def _item(item: Mapping[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in dict(item).items() if v is not None}
     body.setdefault("client_request_id", str(uuid.uuid4()))
@@ -216,10 +220,14 @@ class Client(_Base):
         )
         return SubmissionAccepted.model_validate(self._send(call))
 
-    def submit_many(self, items: Iterable[Mapping[str, Any]]) -> BatchAccepted:
-        """One batch (at most 1,000 items, each a dict like submit's arguments)."""
+    def submit_many(
+        self, items: Iterable[Mapping[str, Any]], *, include_result: bool = False
+    ) -> BatchAccepted:
+        """One batch (at most 1,000 items, each a dict like submit's arguments). With
+        include_result, items that `reuse` completed at once carry their Result."""
         body = {"submissions": [_item(i) for i in items]}
-        return BatchAccepted.model_validate(self._send(_Call("POST", "/v1/batches", json=body)))
+        call = _Call("POST", "/v1/batches", json=body, params=_result_param(include_result))
+        return BatchAccepted.model_validate(self._send(call))
 
     def get(self, submission_id: str, *, wait: float = 0, include_source: bool = False) -> SubmissionOut:
         params: dict[str, Any] = {"wait": wait} if wait else {}
@@ -344,9 +352,12 @@ class AsyncClient(_Base):
         )
         return SubmissionAccepted.model_validate(await self._send(call))
 
-    async def submit_many(self, items: Iterable[Mapping[str, Any]]) -> BatchAccepted:
+    async def submit_many(
+        self, items: Iterable[Mapping[str, Any]], *, include_result: bool = False
+    ) -> BatchAccepted:
         body = {"submissions": [_item(i) for i in items]}
-        return BatchAccepted.model_validate(await self._send(_Call("POST", "/v1/batches", json=body)))
+        call = _Call("POST", "/v1/batches", json=body, params=_result_param(include_result))
+        return BatchAccepted.model_validate(await self._send(call))
 
     async def get(
         self, submission_id: str, *, wait: float = 0, include_source: bool = False

@@ -6,18 +6,27 @@ from collections import Counter
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, get_sessionmaker, require
+from api.backpressure import QueueGate
+from api.deps import (
+    EnqueuerDep,
+    ProblemCacheDep,
+    QueueGateDep,
+    SessionDep,
+    SettingsDep,
+    get_sessionmaker,
+    require,
+)
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.routes.submissions import ERRORS
 from api.schemas import BatchAccepted, BatchCreate, BatchOut, SubmissionAccepted
 from api.settings import Settings
-from api.submitting import ProblemCache, accept, prepare
+from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import submission_out
 from db.models import FINAL_STATUSES, Batch, ResultRow, Submission
 
@@ -32,10 +41,14 @@ async def create_batch(
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     problem_cache: ProblemCacheDep,
+    gate: QueueGateDep,
     principal: Annotated[Principal, Depends(require("submit"))],
+    include_result: Annotated[bool, Query(description="with `reuse`: answer with reused Results")] = False,
 ) -> BatchAccepted:
     """Accepts up to 1,000 submissions atomically: all are stored or none. An item's
-    `client_request_id` makes a retried batch answer with the submissions stored the first time."""
+    `client_request_id` makes a retried batch answer with the submissions stored the first time.
+    With `?include_result=true` an item that `reuse` completed at once carries its Result (an RL
+    reward of a kernel seen before then costs this one request)."""
     n = len(body.submissions)
     if n == 0:
         raise ApiError(422, "empty_batch", "submissions is empty: send at least one")
@@ -44,10 +57,12 @@ async def create_batch(
             413, "batch_too_large", f"the batch has {n} submissions; the limit is {settings.max_batch_items}"
         )
     batch_id, accepted = await run_in_threadpool(
-        _create_batch, maker, settings, enqueuer, problem_cache, principal, body
+        _create_batch, maker, settings, enqueuer, problem_cache, gate, principal, body
     )
     if batch_id:
         response.headers["Location"] = f"/v1/batches/{batch_id}"
+    if not include_result:
+        accepted = without_results(accepted)
     return BatchAccepted(id=batch_id or "", count=len(accepted), submissions=accepted)
 
 
@@ -56,6 +71,7 @@ def _create_batch(
     settings: Settings,
     enqueuer: Enqueuer,
     problem_cache: ProblemCache,
+    gate: QueueGate,
     principal: Principal,
     body: BatchCreate,
 ) -> tuple[str | None, list[SubmissionAccepted]]:
@@ -68,7 +84,7 @@ def _create_batch(
             batch=True,
             cache=problem_cache,
         )
-        return accept(session, enqueuer, principal, prepared, batch=True)
+        return accept(session, enqueuer, principal, prepared, batch=True, gate=gate)
 
 
 @router.get("/{batch_id}", response_model=BatchOut, responses=ERRORS)

@@ -13,12 +13,21 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.deps import EnqueuerDep, ProblemCacheDep, SessionDep, SettingsDep, get_sessionmaker, require
+from api.backpressure import QueueGate
+from api.deps import (
+    EnqueuerDep,
+    ProblemCacheDep,
+    QueueGateDep,
+    SessionDep,
+    SettingsDep,
+    get_sessionmaker,
+    require,
+)
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.schemas import ErrorBody, SubmissionAccepted, SubmissionCreate, SubmissionOut, SubmissionPage
 from api.settings import Settings
-from api.submitting import ProblemCache, accept, prepare
+from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import decode_cursor, encode_cursor, submission_out
 from db.models import FINAL_STATUSES, ResultRow, Submission
 
@@ -39,20 +48,22 @@ async def create_submission(
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     problem_cache: ProblemCacheDep,
+    gate: QueueGateDep,
     principal: Annotated[Principal, Depends(require("submit"))],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    include_result: Annotated[bool, Query(description="with `reuse`: answer with the reused Result")] = False,
 ) -> SubmissionAccepted:
     """Stores the submission (status `queued`), then enqueues it. A retried POST with the same
     `Idempotency-Key` answers with the first submission instead of creating a second."""
     # One thread-pool hop for all the blocking work (database and broker): the hot path of an
     # RL rollout, hundreds a second.
     accepted = await run_in_threadpool(
-        _create_submission, maker, settings, enqueuer, problem_cache, principal, body, idempotency_key
+        _create_submission, maker, settings, enqueuer, problem_cache, gate, principal, body, idempotency_key
     )
     if accepted.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     response.headers["Location"] = f"/v1/submissions/{accepted.id}"
-    return accepted
+    return accepted if include_result else without_results([accepted])[0]
 
 
 def _create_submission(
@@ -60,13 +71,14 @@ def _create_submission(
     settings: Settings,
     enqueuer: Enqueuer,
     problem_cache: ProblemCache,
+    gate: QueueGate,
     principal: Principal,
     body: SubmissionCreate,
     idempotency_key: str | None,
 ) -> SubmissionAccepted:
     with maker() as session:
         prepared = prepare(session, settings, [body], [idempotency_key], batch=False, cache=problem_cache)
-        _, accepted = accept(session, enqueuer, principal, prepared, batch=False)
+        _, accepted = accept(session, enqueuer, principal, prepared, batch=False, gate=gate)
     return accepted[0]
 
 
