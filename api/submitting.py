@@ -429,7 +429,9 @@ def _donor_query(entry: bool, profile: bool) -> sa.Select[Any]:
     )
 
 
-_DONOR = {(entry, profile): _donor_query(entry, profile) for entry in (False, True) for profile in (False, True)}
+_DONOR = {
+    (entry, profile): _donor_query(entry, profile) for entry in (False, True) for profile in (False, True)
+}
 
 
 def _find_donors(
