@@ -46,6 +46,38 @@ def run_once(
     return report
 
 
+def recover_orphans(
+    host: str, app: Celery | None = None, settings: Settings | None = None
+) -> store.ReconcileReport:
+    """Requeues and re-sends the claims of this host's dead worker processes (worker.holder):
+    a worker restarted after a crash runs its predecessor's job again at once, not after the lease."""
+    from worker import holder
+
+    settings = settings or get_settings()
+    with session_scope(settings) as session:
+        report = store.recover_orphans(
+            session,
+            host=host,
+            is_dead=holder.is_dead,
+            queued_grace_s=settings.queued_grace_s,
+            max_attempts=settings.max_attempts,
+        )
+    if report.requeued:
+        if app is None:
+            from worker.celery_app import app
+        sent = CeleryEnqueuer(app).enqueue(report.requeued)
+        log.warning(
+            "recovered %d claims of dead worker processes on %s (re-sent %d): %s",
+            len(report.requeued),
+            host,
+            sent,
+            ", ".join(sid for sid, _ in report.requeued),
+        )
+    if report.gave_up:
+        log.warning("gave up on %d submissions: %s", len(report.gave_up), ", ".join(report.gave_up))
+    return report
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     report = run_once()

@@ -14,6 +14,7 @@ on PostgreSQL and SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -67,11 +68,18 @@ def _claimable(now: datetime) -> sa.ColumnElement[bool]:
 
 
 def claim(
-    session: Session, submission_id: str, *, worker_id: str, lease_s: float, max_attempts: int
+    session: Session,
+    submission_id: str,
+    *,
+    worker_id: str,
+    lease_s: float,
+    max_attempts: int,
+    holder: str | None = None,
 ) -> Claim | ClaimRefused:
     """Atomically takes a submission for evaluation; commits.
 
-    Exactly one of any number of concurrent deliveries of the same id gets a Claim.
+    Exactly one of any number of concurrent deliveries of the same id gets a Claim. `holder`
+    (worker.holder.current()) names the process, so its host can recover the claim if it dies.
     """
     now = utcnow()
     row = session.execute(
@@ -81,6 +89,7 @@ def claim(
             status="compiling",
             attempts=Submission.attempts + 1,
             worker=worker_id,
+            holder=holder,
             started_at=now,
             lease_expires_at=now + timedelta(seconds=lease_s),
             message=None,
@@ -339,6 +348,67 @@ def reconcile(
             sa.update(Submission)
             .where(still_expired)
             .values(status="queued", worker=None, lease_expires_at=now + timedelta(seconds=queued_grace_s))
+        )
+        if back.rowcount:
+            report.requeued.append((sub_id, queue))
+    session.commit()
+    return report
+
+
+def recover_orphans(
+    session: Session,
+    *,
+    host: str,
+    is_dead: Callable[[str | None], bool],
+    queued_grace_s: float,
+    max_attempts: int,
+) -> ReconcileReport:
+    """Requeues this host's claims whose holder process is certainly gone; commits.
+
+    The lease would recover them too, but only after it runs out; a worker restarted on the same
+    host knows at once (worker.holder). Each update is conditional on the row still being the
+    same claim (attempts and holder unchanged), so a claim taken meanwhile is never touched.
+    """
+    now = utcnow()
+    report = ReconcileReport()
+    rows = session.execute(
+        sa.select(Submission.id, Submission.queue, Submission.attempts, Submission.holder).where(
+            Submission.status.in_(ACTIVE), Submission.worker.startswith(f"{host}:", autoescape=True)
+        )
+    ).all()
+    for sub_id, queue, attempts, holder in rows:
+        if not is_dead(holder):
+            continue
+        same_claim = sa.and_(
+            Submission.id == sub_id,
+            Submission.attempts == attempts,
+            Submission.holder == holder,
+            Submission.status.in_(ACTIVE),
+        )
+        if attempts >= max_attempts:
+            gave = session.execute(
+                sa.update(Submission)
+                .where(same_claim)
+                .values(
+                    status="error",
+                    finished_at=now,
+                    lease_expires_at=None,
+                    message=f"kjudge gave up after {attempts} attempts: the worker process "
+                    "evaluating it died each time",
+                )
+            )
+            if gave.rowcount:
+                report.gave_up.append(sub_id)
+            continue
+        back = session.execute(
+            sa.update(Submission)
+            .where(same_claim)
+            .values(
+                status="queued",
+                worker=None,
+                holder=None,
+                lease_expires_at=now + timedelta(seconds=queued_grace_s),
+            )
         )
         if back.rowcount:
             report.requeued.append((sub_id, queue))

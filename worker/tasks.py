@@ -20,7 +20,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from api.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Language, Result, Status
-from worker import lifecycle, store
+from worker import holder, lifecycle, registry, store
 from worker.celery_app import TASK_NAME, app
 from worker.config import get_worker_settings
 
@@ -54,7 +54,9 @@ class LeaseKeeper:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        interval = max(self._lease_s / 3.0, 0.5)
+        # Often (every lease_renew_s, at most lease/3): the lease is short so that a dead
+        # worker's job is recovered in under a minute, and a renewal is one indexed UPDATE.
+        interval = max(min(get_settings().lease_renew_s, self._lease_s / 3.0), 0.5)
         while not self._stop.wait(interval):
             try:
                 with session_scope() as session:
@@ -83,6 +85,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
                 worker_id=wsettings.worker_id,
                 lease_s=settings.running_lease_s,
                 max_attempts=settings.max_attempts,
+                holder=holder.current(),
             )
     except sa.exc.DBAPIError as exc:
         # PostgreSQL unreachable: nothing was claimed. Try this message again shortly; should the
@@ -93,7 +96,8 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
         log.info("submission %s not evaluated: %s", submission_id, claimed.reason)
         return claimed.reason
 
-    _set_worker_status(wsettings.worker_id, "busy")
+    _job_started(wsettings.worker_id, submission_id)
+    evaluated = False
     try:
         with LeaseKeeper(claimed, settings.running_lease_s) as keeper:
             result = _evaluate(claimed)
@@ -107,6 +111,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
                 " (lease lost)" if keeper.lost else "",
             )
             return "superseded"
+        evaluated = True
         return str(result.verdict)
     except Retry:
         raise
@@ -133,7 +138,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
             return "superseded"
         raise self.retry(countdown=countdown, max_retries=None) from exc
     finally:
-        _set_worker_status(wsettings.worker_id, "idle")
+        _job_finished(wsettings.worker_id, evaluated)
 
 
 def _evaluate(claimed: store.Claim) -> Result:
@@ -189,12 +194,20 @@ def _fail(claimed: store.Claim, message: str) -> None:
         store.fail(session, claimed.submission_id, claimed.token, message=message)
 
 
-def _set_worker_status(worker_id: str, status: str) -> None:
+def _job_started(worker_id: str, submission_id: str) -> None:
     try:
         with session_scope() as session:
-            store.set_worker_status(session, worker_id, status)
+            registry.job_started(session, worker_id, submission_id)
     except Exception as exc:  # the registry is informational; never fail an evaluation over it
-        log.warning("could not mark worker %s %s: %s", worker_id, status, exc)
+        log.warning("could not mark worker %s busy: %s", worker_id, exc)
+
+
+def _job_finished(worker_id: str, evaluated: bool) -> None:
+    try:
+        with session_scope() as session:
+            registry.job_finished(session, worker_id, evaluated=evaluated)
+    except Exception as exc:  # the registry is informational; never fail an evaluation over it
+        log.warning("could not mark worker %s idle: %s", worker_id, exc)
 
 
 def _describe(exc: BaseException) -> str:
