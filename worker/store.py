@@ -280,6 +280,8 @@ def fail(session: Session, submission_id: str, token: int, *, message: str) -> b
 class ReconcileReport:
     requeued: list[tuple[str, str]] = field(default_factory=list)  # (submission id, queue)
     gave_up: list[str] = field(default_factory=list)
+    # Of `requeued`, those taken back from a dead worker: sent to the front of their queue.
+    recovered: set[str] = field(default_factory=set)
 
 
 def reconcile(
@@ -351,6 +353,45 @@ def reconcile(
         )
         if back.rowcount:
             report.requeued.append((sub_id, queue))
+            report.recovered.add(sub_id)
+    session.commit()
+    return report
+
+
+def queued_queues(session: Session) -> list[str]:
+    """The queues that have `queued` submissions."""
+    return list(
+        session.execute(sa.select(Submission.queue).where(Submission.status == "queued").distinct()).scalars()
+    )
+
+
+def resend_lost_messages(
+    session: Session, queue: str, *, queued_grace_s: float, limit: int = 500
+) -> ReconcileReport:
+    """`queued` rows of `queue` older than the grace whose message the caller knows is gone (the
+    broker's list for the queue is empty: Redis restarted, or was flushed); commits.
+
+    Without this they wait for their next deadline, which doubles with their age: after a
+    broker restart an old backlog would sit idle for about as long as it is old.
+    """
+    now = utcnow()
+    report = ReconcileReport()
+    lost = sa.and_(
+        Submission.queue == queue,
+        Submission.status == "queued",
+        Submission.created_at < now - timedelta(seconds=queued_grace_s),
+    )
+    ids = session.execute(
+        sa.select(Submission.id).where(lost).order_by(Submission.created_at).limit(limit)
+    ).scalars()
+    for sub_id in list(ids):
+        bumped = session.execute(
+            sa.update(Submission)
+            .where(Submission.id == sub_id, lost)
+            .values(lease_expires_at=now + timedelta(seconds=queued_grace_s))
+        )
+        if bumped.rowcount:
+            report.requeued.append((sub_id, queue))
     session.commit()
     return report
 
@@ -412,6 +453,7 @@ def recover_orphans(
         )
         if back.rowcount:
             report.requeued.append((sub_id, queue))
+            report.recovered.add(sub_id)
     session.commit()
     return report
 

@@ -125,6 +125,7 @@ def _submission(client: httpx.Client, sid: str) -> dict[str, Any]:
     return client.get(f"/v1/submissions/{sid}").json()
 
 
+@pytest.mark.timeout(900)  # two native builds (the precompiled header, then the candidate) on 2 cores
 def test_serve_defaults_run_a_killed_workers_job_again_within_a_minute(served_defaults) -> None:
     base, problem_id, proc, log_path = served_defaults
     tail = lambda: log_path.read_text(errors="replace")[-4000:]  # noqa: E731
