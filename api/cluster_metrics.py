@@ -8,6 +8,8 @@ small query per family per scrape (the evaluations are read incrementally, never
 
 - `kjudge_queue_depth{queue}`: submissions `queued` per queue (waiting for a worker; the
   database's count, which is what users wait on — Redis may also hold duplicate messages).
+- `kjudge_queue_consumers{queue}`: live workers consuming each queue (0 with a backlog: nothing
+  will ever take it).
 - `kjudge_broker_queue_length{queue}`: messages in each Redis list (Redis brokers only).
 - `kjudge_evaluations_total{verdict,language,target}`: verdicts stored since this API process
   started (a counter: use rate()/increase()); `target` is backend:arch of the device that ran it.
@@ -137,6 +139,13 @@ class ClusterCollector(Collector):
         for queue in sorted(set(self._queued) | {q for w in self._workers for q in w.queues}):
             depth.add_metric([queue], self._queued.get(queue, 0))
         yield depth
+        consumers = GaugeMetricFamily(
+            "kjudge_queue_consumers", "live workers consuming each queue", labels=["queue"]
+        )
+        live = [w for w in self._workers if w.status != "offline" and w.heartbeat_age_s < WORKER_DOWN_AFTER_S]
+        for queue in sorted(set(self._queued) | {q for w in self._workers for q in w.queues}):
+            consumers.add_metric([queue], sum(1 for w in live if queue in w.queues))
+        yield consumers
         if self._broker:
             broker = GaugeMetricFamily(
                 "kjudge_broker_queue_length", "messages in the broker's list, per queue", labels=["queue"]

@@ -5,10 +5,12 @@ Connected by worker.tasks (imported only by worker processes):
   keep a spare run child ready (evaluator.api.enable_spares: the pool child is the process that
   evaluates, so the spare must be its child, started from its main thread).
 - worker_process_shutdown (each pool child): kill the waiting spare.
-- worker_ready (main process): register this incarnation in `workers`, requeue the claims of
-  this host's dead worker processes at once (worker.holder), then start one background thread
-  that heartbeats (and obeys a drain request), recovers orphans and runs the reconciler
-  periodically; on a GPU worker, prepare the device once (probe, ceilings, precompiled header).
+- worker_init (main process, before it consumes): register this incarnation in `workers` and
+  requeue the claims of this host's dead worker processes (worker.holder) to the front of their
+  queues — before consuming, so that this worker's first job is its predecessor's.
+- worker_ready (main process): start one background thread that heartbeats (and obeys a drain
+  request), recovers orphans and runs the reconciler periodically; on a GPU worker, prepare the
+  device once (probe, ceilings, precompiled header).
 - worker_shutdown (main process): stop the thread and mark the worker offline.
 """
 
@@ -19,7 +21,13 @@ import threading
 import time
 from typing import Any
 
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from db.session import get_engine, session_scope
 from worker import reconciler, registry, routing
@@ -155,11 +163,19 @@ def _prepare_device(wsettings: WorkerSettings) -> None:
         log.warning("worker preparation failed (the first job will do it): %s", exc)
 
 
+def _on_init(sender: Any = None, **_: Any) -> None:
+    wsettings = get_worker_settings()
+    _register(wsettings)
+    try:
+        reconciler.recover_orphans(wsettings.host, getattr(sender, "app", None))
+    except Exception as exc:  # the database may be down at start; the background loop retries
+        log.warning("could not recover this host's orphaned claims yet: %s", exc)
+
+
 def _on_ready(sender: Any = None, **_: Any) -> None:
     global _loop
     app = sender.app if sender is not None else None
     wsettings = get_worker_settings()
-    _register(wsettings)
     _loop = BackgroundLoop(app, wsettings)
     _loop.start()
     if wsettings.backend != "cpu":
@@ -185,6 +201,7 @@ def connect() -> None:
         return
     worker_process_init.connect(_on_process_init, weak=False)
     worker_process_shutdown.connect(_on_process_shutdown, weak=False)
+    worker_init.connect(_on_init, weak=False)
     worker_ready.connect(_on_ready, weak=False)
     worker_shutdown.connect(_on_shutdown, weak=False)
     _connected = True
