@@ -33,7 +33,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -168,15 +170,22 @@ def _wait(predicate, timeout_s: float) -> Any:  # type: ignore[no-untyped-def]
     return None
 
 
+_KILL_LOCK = threading.Lock()
+
+
 def kill_during(
-    watch: Watch, hosts: dict[str, Host], sid: str, status: str, timeout_s: float = 300
+    watch: Watch, hosts: dict[str, Host], sid: str, status: str, timeout_s: float = 900
 ) -> dict[str, Any]:
     """Waits until `sid` is in `status`, SIGKILLs the host holding it, times the next claim."""
     row = _wait(lambda: (r := watch.row(sid))["status"] == status and r, timeout_s)
     if not row:
         return {"fault": f"kill_during_{status}", "submission": sid, "skipped": f"never {status}"}
     host = hosts[row["worker"].rsplit(":", 1)[0]]
-    killed_processes = host.kill_celery()
+    with _KILL_LOCK:
+        current = watch.row(sid)
+        if (current["status"], current["attempts"]) != (status, row["attempts"]):
+            return {"fault": f"kill_during_{status}", "submission": sid, "skipped": "moved on"}
+        killed_processes = host.kill_celery()
     killed_at = time.monotonic()
     attempts = row["attempts"]
     reclaimed = _wait(lambda: watch.row(sid)["attempts"] > attempts, 600)
@@ -195,7 +204,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--submissions", type=int, default=240)
+    parser.add_argument("--submissions", type=int, default=260)
     parser.add_argument("--hosts", type=int, default=2)
     parser.add_argument("--deadline-s", type=float, default=3600.0, help="give up waiting after this")
     parser.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "kjudge-faults-home",
@@ -250,11 +259,11 @@ def main() -> int:
         ids = _submit(client, problem_id, sources)
         print(f"submitted {len(ids)}", flush=True)
 
-        faults.append(kill_during(watch, hosts, ids[0], "compiling"))
-        faults.append(kill_during(watch, hosts, ids[1], "running"))
-        faults.append(kill_during(watch, hosts, ids[2], "compiling"))
-        faults.append(kill_during(watch, hosts, ids[3], "running"))
-
+        # Each kill waits for its own target; they run side by side, since a slow job that
+        # one fault delays may otherwise pass its stage unseen.
+        plan = [(ids[0], "compiling"), (ids[1], "running"), (ids[2], "compiling"), (ids[3], "running")]
+        with ThreadPoolExecutor(len(plan)) as pool:
+            faults += list(pool.map(lambda p: kill_during(watch, hosts, *p), plan))
         in_flight = watch.in_flight(ids)
         redis.restart()
         faults.append({"fault": "redis_restart_empty", "in_flight": in_flight})
@@ -280,6 +289,7 @@ def main() -> int:
                 api.wait(timeout=20)
             kill_group(api)
         redis.stop()
+        pg.stop()
 
     recoveries = [f["recovery_s"] for f in faults if f.get("recovery_s") is not None]
     kills = [f for f in faults if f["fault"].startswith("kill")]
@@ -320,7 +330,6 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result["headline"], indent=2))
-    pg.stop()
     return 0 if report["lost"] == 0 and report["duplicated"] == 0 else 1
 
 
