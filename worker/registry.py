@@ -20,13 +20,14 @@ from worker.store import _insert, utcnow
 _stats_sources: list[Callable[[], dict[str, Any]]] = []
 
 
-def add_stats_source(source: Callable[[], dict[str, Any]]) -> None:
+def add_stats_source(source: Callable[[], dict[str, Any]]) -> Callable[[], None]:
     """Hook for gauges a worker reports with each heartbeat (stored in `workers.stats`, shown
     by /v1/workers and /metrics). The compile pool reports `compile_pool_busy` and
     `compile_pool_slots` through this; /metrics turns every numeric entry into
     `kjudge_worker_stat{worker,name}` and the two compile-pool ones into
-    `kjudge_compile_pool_utilisation{host}`."""
+    `kjudge_compile_pool_utilisation{host}`. Returns a function that removes the source."""
     _stats_sources.append(source)
+    return lambda: _stats_sources.remove(source)
 
 
 def collect_stats() -> dict[str, Any]:
