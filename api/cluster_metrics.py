@@ -58,7 +58,8 @@ SCRAPE_SECONDS = Gauge("kjudge_metrics_sample_seconds", "time the last scrape sp
 # durations_s key in a Result -> stage label
 STAGES = {"queued": "queue_wait", "compile": "compile", "run": "gpu", "timing": "timing"}
 
-# A result committed late (its finished_at is older than rows already read) is still counted
+# Rows are found by (status, updated_at), the reconciler's index; the final write sets both.
+# A result committed late (its updated_at is older than rows already read) is still counted
 # once if it lands within this window; ids seen in the window are remembered.
 OVERLAP_S = 120.0
 # A worker whose heartbeat is older than this counts as down (heartbeats come every 10 s).
@@ -80,21 +81,21 @@ class EvaluationFeed:
                     Submission.id,
                     Submission.verdict,
                     Submission.language,
-                    Submission.finished_at,
+                    Submission.updated_at,
                     ResultRow.result,
                 )
                 .join(ResultRow, ResultRow.submission_id == Submission.id)
-                .where(Submission.status == "done", Submission.finished_at >= self._since)
-                .order_by(Submission.finished_at)
+                .where(Submission.status == "done", Submission.updated_at >= self._since)
+                .order_by(Submission.updated_at)
                 .limit(20000)
             ).all()
             added = 0
             newest = self._since
-            for sid, verdict, language, finished_at, result in rows:
-                newest = max(newest, finished_at)
+            for sid, verdict, language, updated_at, result in rows:
+                newest = max(newest, updated_at)
                 if sid in self._seen:
                     continue
-                self._seen[sid] = finished_at
+                self._seen[sid] = updated_at
                 added += 1
                 self._observe(verdict, language, result or {})
             self._since = max(self._since, newest - timedelta(seconds=OVERLAP_S))
