@@ -6,7 +6,7 @@ worker's own writes.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -82,14 +82,6 @@ def list_workers(session: Session, *, include_offline: bool = True) -> list[Work
             )
         )
     return views
-
-
-def forget_offline(session: Session, older_than_s: float) -> int:
-    """Deletes rows of workers offline (or silent) for longer than older_than_s; returns how many."""
-    cutoff = _now() - timedelta(seconds=older_than_s)
-    done = session.execute(sa.delete(WorkerRow).where(WorkerRow.last_seen < cutoff))
-    session.commit()
-    return int(done.rowcount or 0)
 
 
 def _age(now: datetime, then: datetime | None) -> float | None:

@@ -95,7 +95,10 @@ class BackgroundLoop:
         """Returns whether a drain was requested."""
         try:
             with session_scope() as session:
-                return registry.beat(session, self._ws.worker_id, stats=registry.collect_stats())
+                drain = registry.beat(session, self._ws.worker_id, stats=registry.collect_stats())
+            if drain is None:
+                _register(self._ws)
+            return bool(drain)
         except Exception as exc:
             log.warning("worker heartbeat failed (will retry): %s", exc)
             return False

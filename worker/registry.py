@@ -65,9 +65,9 @@ def register(
     session.commit()
 
 
-def beat(session: Session, worker_id: str, *, stats: dict[str, Any] | None = None) -> bool:
-    """Heartbeat; returns whether a drain was requested. A row that vanished is not recreated
-    here (register does that at start)."""
+def beat(session: Session, worker_id: str, *, stats: dict[str, Any] | None = None) -> bool | None:
+    """Heartbeat; returns whether a drain was requested, None when the worker has no row (its
+    registration failed, e.g. the database was down at start: the caller registers)."""
     values: dict[str, Any] = {"last_seen": utcnow()}
     if stats is not None:
         values["stats"] = stats
@@ -75,7 +75,7 @@ def beat(session: Session, worker_id: str, *, stats: dict[str, Any] | None = Non
         sa.update(WorkerRow).where(WorkerRow.id == worker_id).values(**values).returning(WorkerRow.drain)
     ).first()
     session.commit()
-    return bool(row and row[0])
+    return None if row is None else bool(row[0])
 
 
 def job_started(session: Session, worker_id: str, submission_id: str) -> None:

@@ -51,6 +51,7 @@ def test_workers_are_listed_with_their_job_and_drained_by_an_admin(app, db) -> N
         assert c.post("/v1/workers/nope:0/drain").status_code == 404
     # The worker learns it from its next heartbeat; its job's end leaves it draining, not idle.
     assert registry.beat(db, "node1:0") is True and registry.beat(db, "node1:cpu") is False
+    assert registry.beat(db, "never-registered:0") is None  # the worker then registers itself
     registry.job_finished(db, "node1:0", evaluated=True)
     with TestClient(app, client=LOOPBACK, headers={"X-API-Key": reader}) as c:
         gpu = {w["id"]: w for w in c.get("/v1/workers").json()["workers"]}["node1:0"]
