@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from api.settings import Settings  # noqa: E402
 
 from .conftest import DATA, FAST_RECOVERY_ENV, REPO, Rows, WorkerProcess, wait_for  # noqa: E402
-from .test_serve_embedded import _embedded_env, _free_port, _seed_problem  # noqa: E402
+from .test_serve_embedded import _alive, _embedded_env, _free_port, _seed_problem  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -172,7 +172,7 @@ def test_serve_defaults_run_a_killed_workers_job_again_within_a_minute(served_de
 
 
 def test_serve_lists_its_worker_and_metrics_carry_the_series(served_defaults) -> None:
-    base, problem_id, _proc, log_path = served_defaults
+    base, problem_id, proc, log_path = served_defaults
     with httpx.Client(base_url=base, timeout=30) as client:
         body = {"problem_id": problem_id, "language": "triton", "source": CORRECT, "target": "cpu"}
         sid = client.post("/v1/submissions", json=body).json()["id"]
@@ -199,6 +199,23 @@ def test_serve_lists_its_worker_and_metrics_carry_the_series(served_defaults) ->
     assert lines[0].split()[:5] == ["WORKER", "HOST", "GPU", "TARGET", "STATUS"]
     row = next(line for line in lines[1:] if ":cpu " in line)
     assert " idle " in row and " 1 " in row, listing.stdout  # status, and one evaluation done
+
+    # `kjudge drain`: the embedded worker exits and stays down; the API keeps answering.
+    worker_id = row.split()[0]
+    drained = subprocess.run(
+        [sys.executable, "-m", "kjudge", "drain", worker_id, "--wait", "120", "--url", base],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert drained.returncode == 0, drained.stdout + drained.stderr
+    assert f"{worker_id}: offline" in drained.stdout
+    from worker.launcher import descendants
+
+    # (serve reaps its worker only when it stops: the exited launcher is a zombie until then)
+    wait_for(lambda: not [p for p in descendants(proc.pid) if _alive(p)], 60, "the drained worker to exit")
+    assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
 
 
 # ------------------------------------------------------------- PostgreSQL + Redis workers
