@@ -23,6 +23,7 @@ from evaluator.result import Language, Result, Status
 from worker import holder, lifecycle, registry, store
 from worker.celery_app import TASK_NAME, app
 from worker.config import get_worker_settings
+from worker.dbretry import with_db_retry
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
     try:
         with LeaseKeeper(claimed, settings.running_lease_s) as keeper:
             result = _evaluate(claimed)
-        with session_scope() as session:
-            stored = store.finish(session, claimed, result)
+        stored = with_db_retry(lambda: _finish(claimed, result), what=f"storing {submission_id}")
         if not stored:
             log.warning(
                 "result for %s discarded: attempt %d no longer owns it%s",
@@ -125,15 +125,19 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
             _fail(claimed, f"kjudge failed {claimed.token} times evaluating this submission; last: {message}")
             return "error"
         countdown = wsettings.retry_backoff_s * 2 ** (claimed.token - 1)
-        with session_scope() as session:
-            released = store.release_for_retry(
-                session,
-                submission_id,
-                claimed.token,
-                message=f"retrying after kjudge's own failure: {message}",
-                retry_in_s=countdown,
-                grace_s=settings.queued_grace_s,
-            )
+
+        def release() -> bool:
+            with session_scope() as session:
+                return store.release_for_retry(
+                    session,
+                    submission_id,
+                    claimed.token,
+                    message=f"retrying after kjudge's own failure: {message}",
+                    retry_in_s=countdown,
+                    grace_s=settings.queued_grace_s,
+                )
+
+        released = with_db_retry(release, what=f"releasing {submission_id}")
         if not released:
             return "superseded"
         raise self.retry(countdown=countdown, max_retries=None) from exc
@@ -164,9 +168,17 @@ def _evaluate(claimed: store.Claim) -> Result:
     options = EvalOptions(device=device, cache_dir=settings.home_dir / "cache")
 
     def on_status(status: Status) -> None:
-        if status in (Status.COMPILING, Status.RUNNING):
+        if status not in (Status.COMPILING, Status.RUNNING):
+            return
+
+        def write() -> bool:
             with session_scope() as session:
-                store.set_status(session, claimed.submission_id, claimed.token, status)
+                return store.set_status(session, claimed.submission_id, claimed.token, status)
+
+        try:  # informational: a database blip must not abort the evaluation
+            with_db_retry(write, what=f"status of {claimed.submission_id}", deadline_s=5.0)
+        except Exception as exc:
+            log.warning("could not record %s for %s: %s", status, claimed.submission_id, exc)
 
     result = evaluate(problem, submission, options, on_status=on_status)
     return _finalize(result, claimed)
@@ -187,6 +199,11 @@ def _finalize(result: Result, claimed: store.Claim) -> Result:
             "metadata": metadata,
         }
     )
+
+
+def _finish(claimed: store.Claim, result: Result) -> bool:
+    with session_scope() as session:
+        return store.finish(session, claimed, result)
 
 
 def _fail(claimed: store.Claim, message: str) -> None:
