@@ -54,15 +54,18 @@ PROBLEM = (
     "        return torch.relu(x)\n\n\ndef get_inputs():\n    return [torch.randn(4096)]\n\n\n"
     "def get_init_inputs():\n    return []\n"
 )
-RELU = (
-    "#include <torch/extension.h>\n// variant {v}\n"
-    "torch::Tensor forward(torch::Tensor x) {{ return x.clamp_min(0); }}\n"
+# examples/relu/relu_cpp.cpp (an own loop: calling torch's clamp would be `rejected` by the
+# integrity check), with a variant comment so that a few distinct sources are built.
+_RELU_CPP = (REPO / "examples" / "relu" / "relu_cpp.cpp").read_text()
+RELU = _RELU_CPP.replace(
+    "#include <torch/extension.h>\n", "#include <torch/extension.h>\n// variant {v}\n", 1
 )
-SLOW_RUN = (
+SLOW_RUN = _RELU_CPP.replace(
+    "#include <torch/extension.h>\n",
     "#include <torch/extension.h>\n#include <chrono>\n#include <thread>\n// slow-run {v}\n"
     "// Loading the module takes 8 s, so the run stage is long enough to kill a worker in.\n"
-    "static int slow_load = [] {{ std::this_thread::sleep_for(std::chrono::seconds(8)); return 0; }}();\n"
-    "torch::Tensor forward(torch::Tensor x) {{ return x.clamp_min(0); }}\n"
+    "static int slow_load = [] { std::this_thread::sleep_for(std::chrono::seconds(8)); return 0; }();\n",
+    1,
 )
 SLOW_COMPILE = (REPO / "tests" / "service" / "data" / "relu_cpp_slow_compile.cpp").read_text()
 VARIANTS = 3  # distinct relu sources: built once each, then cached like a real RL batch's repeats
@@ -240,7 +243,7 @@ def main() -> int:
             hosts[f"host{i}"].start()
 
         # Warm-up (not counted): the precompiled header and baselines, once per home.
-        warm = _submit(client, problem_id, [RELU.format(v="warm")])[0]
+        warm = _submit(client, problem_id, [RELU.replace("{v}", "warm")])[0]
         watch = Watch(pg.url.replace("+psycopg", ""))
         t = time.monotonic()
         _wait(lambda: watch.row(warm)["status"] in ("done", "error"), 900)
@@ -250,11 +253,11 @@ def main() -> int:
         tag = str(int(time.time()))
         sources = [
             SLOW_COMPILE.replace("slow to compile.", f"slow to compile. {tag}-a"),
-            SLOW_RUN.format(v=f"{tag}-a"),
+            SLOW_RUN.replace("{v}", f"{tag}-a"),
             SLOW_COMPILE.replace("slow to compile.", f"slow to compile. {tag}-b"),
-            SLOW_RUN.format(v=f"{tag}-b"),
+            SLOW_RUN.replace("{v}", f"{tag}-b"),
         ]
-        sources += [RELU.format(v=i % VARIANTS) for i in range(args.submissions - len(sources))]
+        sources += [RELU.replace("{v}", str(i % VARIANTS)) for i in range(args.submissions - len(sources))]
         submitted_at = time.monotonic()
         ids = _submit(client, problem_id, sources)
         print(f"submitted {len(ids)}", flush=True)
