@@ -215,6 +215,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "faults.json")
     args = parser.parse_args()
 
+    measured = commit()  # now: the tree may move on while the bench runs (an hour)
     root = Path(tempfile.mkdtemp(prefix="kjudge-faults-"))
     args.home.mkdir(parents=True, exist_ok=True)
     pg, redis = PrivatePostgres(root), PrivateRedis(root)
@@ -301,7 +302,7 @@ def main() -> int:
         "device": f"CPU only ({platform.machine()}, {os.cpu_count()} cores, shared with other jobs); "
         "cpp submissions on the cpu target",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": commit(),
+        "commit": measured,
         "headline": {
             "submissions": len(ids),
             "faults_injected": len(faults),
