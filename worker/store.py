@@ -376,10 +376,17 @@ def resend_lost_messages(
     """
     now = utcnow()
     report = ReconcileReport()
+    # Every worker's reconciler sees the same empty list: a row one of them re-sent in the last
+    # half grace (its deadline set to now + grace) is left alone, so it is sent once, not N times.
+    just_resent = sa.and_(
+        Submission.lease_expires_at > now + timedelta(seconds=queued_grace_s / 2),
+        Submission.lease_expires_at <= now + timedelta(seconds=queued_grace_s),
+    )
     lost = sa.and_(
         Submission.queue == queue,
         Submission.status == "queued",
         Submission.created_at < now - timedelta(seconds=queued_grace_s),
+        sa.or_(Submission.lease_expires_at.is_(None), sa.not_(just_resent)),
     )
     ids = session.execute(
         sa.select(Submission.id).where(lost).order_by(Submission.created_at).limit(limit)

@@ -230,3 +230,5 @@ def test_old_queued_rows_are_resent_when_their_queue_is_empty(
     report = store.resend_lost_messages(session, "eval.cpu", queued_grace_s=10)
     assert report.requeued == [(old, "eval.cpu")], "only rows older than the grace"
     assert young not in {sid for sid, _ in report.requeued}
+    # Another worker's reconciler, a moment later, sees the same empty list: no second copy.
+    assert store.resend_lost_messages(session, "eval.cpu", queued_grace_s=10).requeued == []
