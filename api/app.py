@@ -22,7 +22,7 @@ from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
 from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
-from api.routes import batches, health, leaderboard, problems, rewards, submissions
+from api.routes import batches, health, leaderboard, problems, rewards, submissions, workers
 from api.settings import Settings, get_settings
 from api.submitting import ProblemCache
 from db.session import get_sessionmaker
@@ -116,7 +116,7 @@ def create_app(
     app.state.queue_gate = QueueGate(settings)
 
     install_error_handlers(app)
-    for module in (submissions, batches, problems, leaderboard, health, rewards):
+    for module in (submissions, batches, problems, leaderboard, workers, health, rewards):
         app.include_router(module.router)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

@@ -136,11 +136,15 @@ class RedisEnqueuer:
         }
         return kombu_json.dumps(envelope)
 
-    def enqueue(self, jobs: Sequence[tuple[str, str]]) -> int:
+    def enqueue(self, jobs: Sequence[tuple[str, str]], *, front: bool = False) -> int:
+        """`front`: the next message a worker takes (kombu pushes left and pops right), for
+        jobs recovered from a dead worker: they waited their turn once already, and "runs again
+        within a minute" must not mean "after the whole backlog"."""
         try:
             pipe = self.redis.pipeline(transaction=False)
+            push = pipe.rpush if front else pipe.lpush
             for submission_id, queue in jobs:
-                pipe.lpush(queue, self.message(submission_id, queue))
+                push(queue, self.message(submission_id, queue))
             pipe.execute()
         except Exception as exc:  # noqa: BLE001 - see module docstring
             ENQUEUE_FAILURES.inc(len(jobs))

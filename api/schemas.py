@@ -174,3 +174,32 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     error: ErrorDetail
+
+
+class WorkerInfo(BaseModel):
+    """One evaluation worker, as the registry knows it (`kjudge workers`)."""
+
+    id: str = Field(description="host:gpu (or host:cpu)")
+    host: str
+    gpu: str | None
+    target: dict[str, Any] = Field(description="backend, arch, device")
+    queues: list[str]
+    status: str = Field(description="idle | busy | draining | offline")
+    current_job: str | None = Field(description="the submission it evaluates now")
+    job_age_s: float | None
+    heartbeat_age_s: float
+    evaluations: int = Field(description="verdicts stored since this worker started")
+    busy_s: float
+    uptime_s: float | None
+    busy_ratio: float | None = Field(description="busy_s / uptime_s")
+    drain: bool = Field(description="a drain was requested: it finishes its job and exits")
+    stats: dict[str, Any]
+
+
+class WorkerList(BaseModel):
+    workers: list[WorkerInfo]
+
+
+class DrainAccepted(BaseModel):
+    id: str
+    status: str

@@ -56,7 +56,12 @@ class Settings(BaseSettings):
 
     # Reconciler / worker deadlines (read by worker/).
     queued_grace_s: float = 120.0  # a `queued` row older than this is enqueued again
-    running_lease_s: float = 1800.0  # a `running` row whose lease expired is enqueued again
+    # A `compiling`/`running` row whose lease expired is enqueued again. Short and renewed often
+    # (one UPDATE every lease_renew_s) so that a dead worker's job runs again within a minute:
+    # recovery <= running_lease_s + the reconcile interval (issue #15). A renewal that cannot
+    # reach the database for a whole lease costs a re-evaluation, never a second result.
+    running_lease_s: float = 30.0
+    lease_renew_s: float = 5.0
     max_attempts: int = 3  # deliveries before a submission is marked `error`
 
     @property

@@ -107,6 +107,9 @@ class Submission(Base):
     message: Mapped[str | None] = mapped_column(sa.Text)  # why status is `error`, for the author
     attempts: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
     worker: Mapped[str | None] = mapped_column(sa.String(200))
+    # The process holding the claim ("pidns:pid:start"): a worker restarted on the same host
+    # requeues the claims of a holder that no longer exists without waiting for the lease.
+    holder: Mapped[str | None] = mapped_column(sa.String(96))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()
@@ -167,4 +170,15 @@ class WorkerRow(Base):
     queue: Mapped[str] = mapped_column(sa.String(128))
     target: Mapped[dict[str, Any]] = mapped_column(default=dict)
     last_seen: Mapped[datetime] = mapped_column(default=utcnow)
-    status: Mapped[str] = mapped_column(sa.String(32), default="idle")
+    status: Mapped[str] = mapped_column(sa.String(32), default="idle")  # idle|busy|draining|offline
+    host: Mapped[str] = mapped_column(sa.String(200), default="", server_default="")
+    started_at: Mapped[datetime | None] = mapped_column()  # this incarnation's start
+    current_job: Mapped[str | None] = mapped_column(sa.String(36))
+    job_started_at: Mapped[datetime | None] = mapped_column()
+    evaluations: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
+    # Seconds spent evaluating since started_at: busy ratio = busy_s / uptime (and rate() of it).
+    busy_s: Mapped[float] = mapped_column(sa.Float, default=0.0, server_default="0")
+    # Set by `kjudge drain`: finish the current job, take no more, exit.
+    drain: Mapped[bool] = mapped_column(sa.Boolean, default=False, server_default=sa.false())
+    # Free-form gauges a worker reports with its heartbeat, e.g. compile_pool_busy/compile_pool_slots.
+    stats: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")

@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "kjudge.commands.eval",
     "kjudge.commands.serve",
     "kjudge.commands.worker",
+    "kjudge.commands.workers",
     "kjudge.commands.submit",
     "kjudge.commands.keys",
     "kjudge.commands.db",

@@ -36,6 +36,8 @@ from api.schemas import (
     SubmissionAccepted,
     SubmissionOut,
     SubmissionPage,
+    WorkerInfo,
+    WorkerList,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -280,6 +282,14 @@ class Client(_Base):
     def leaderboard(self, **filters: Any) -> Leaderboard:
         call = _Call("GET", "/v1/leaderboard", params=self._list_params(filters))
         return Leaderboard.model_validate(self._send(call))
+
+    def workers(self, *, include_offline: bool = True) -> list[WorkerInfo]:
+        call = _Call("GET", "/v1/workers", params={"include_offline": str(include_offline).lower()})
+        return WorkerList.model_validate(self._send(call)).workers
+
+    def drain(self, worker_id: str) -> None:
+        """Asks a worker to finish its current job, take no more and exit."""
+        self._send(_Call("POST", f"/v1/workers/{worker_id}/drain"))
 
 
 class AsyncClient(_Base):

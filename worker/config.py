@@ -15,11 +15,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.devices import host_isa
 
+# The exit status of a worker that drained (`kjudge drain`): its launcher leaves it stopped.
+DRAINED_EXIT = 79
+
 
 class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KJUDGE_WORKER_", extra="ignore")
 
     # Identity (set per child by worker.launcher; defaults describe a plain CPU worker).
+    host: str = Field(
+        default_factory=socket.gethostname,
+        description="host part of the worker id; in Kubernetes the pod name (the default) or node name",
+    )
     backend: str = Field(default="cpu", description="cpu, cuda or rocm")
     arch: str = Field(default_factory=host_isa, description="sm_90, gfx942, x86_64 ...")
     device_name: str = Field(default="", description="marketing name of the device")
@@ -34,7 +41,7 @@ class WorkerSettings(BaseSettings):
 
     # Background loops in the worker's main process.
     heartbeat_interval_s: float = 10.0
-    reconcile_interval_s: float = 15.0
+    reconcile_interval_s: float = 10.0
     reconcile_batch: int = 500
 
     # Backoff between retries of kjudge's own failures: base * 2**(attempt-1) seconds.
@@ -43,7 +50,7 @@ class WorkerSettings(BaseSettings):
     @property
     def worker_id(self) -> str:
         """hostname:gpu (or hostname:cpu); the key of the `workers` table."""
-        return f"{socket.gethostname()}:{self.gpu if self.gpu is not None else 'cpu'}"
+        return f"{self.host}:{self.gpu if self.gpu is not None else 'cpu'}"
 
     @property
     def eval_device(self) -> str:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from evaluator.targets import rocm as rocm_target
 from worker import routing
+from worker.config import DRAINED_EXIT
 from worker.devices import Gpu, host_isa
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ def celery_argv(spec: WorkerSpec, loglevel: str = "INFO", pool: str = "prefork")
         "--pool",
         pool,
         "--hostname",
-        f"kjudge-{spec.name}@{socket.gethostname()}",
+        f"kjudge-{spec.name}@{os.environ.get('KJUDGE_WORKER_HOST') or socket.gethostname()}",
         # Mingle/gossip are cluster chatter kjudge does not use; they only slow startup.
         "--without-mingle",
         "--without-gossip",
@@ -162,6 +163,7 @@ class Supervisor:
         self._backoff: dict[str, float] = {}
         self._next_start: dict[str, float] = {}
         self._stopping = False
+        self.drained: set[str] = set()
 
     def _start(self, spec: WorkerSpec) -> None:
         argv = celery_argv(spec, self.loglevel)
@@ -182,11 +184,16 @@ class Supervisor:
         for spec in self.specs:
             self._start(spec)
         while not self._stopping:
+            if len(self.drained) == len(self.specs):
+                log.info("every worker drained; the launcher exits")
+                return 0
             if not self._parent_alive():
                 log.warning("the process that started the workers is gone; stopping them")
                 break
             now = time.monotonic()
             for spec in self.specs:
+                if spec.name in self.drained:
+                    continue
                 proc = self.procs.get(spec.name)
                 if proc is None:
                     if now >= self._next_start.get(spec.name, 0.0):
@@ -194,6 +201,13 @@ class Supervisor:
                     continue
                 rc = proc.poll()
                 if rc is None:
+                    continue
+                if rc == DRAINED_EXIT:
+                    # `kjudge drain`: it finished its job and left on purpose; starting it again
+                    # would undo the drain.
+                    log.info("worker %s drained; not restarting it", spec.name)
+                    self.drained.add(spec.name)
+                    del self.procs[spec.name]
                     continue
                 delay = min(self._backoff.get(spec.name, 0.5) * 2, 60.0)
                 self._backoff[spec.name] = delay

@@ -5,9 +5,12 @@ Connected by worker.tasks (imported only by worker processes):
   keep a spare run child ready (evaluator.api.enable_spares: the pool child is the process that
   evaluates, so the spare must be its child, started from its main thread).
 - worker_process_shutdown (each pool child): kill the waiting spare.
-- worker_ready (main process): start one background thread that heartbeats the `workers` row
-  and runs the reconciler periodically; on a GPU worker, prepare the device once (probe,
-  ceilings, precompiled header).
+- worker_init (main process, before it consumes): register this incarnation in `workers` and
+  requeue the claims of this host's dead worker processes (worker.holder) to the front of their
+  queues — before consuming, so that this worker's first job is its predecessor's.
+- worker_ready (main process): start one background thread that heartbeats (and obeys a drain
+  request), recovers orphans and runs the reconciler periodically; on a GPU worker, prepare the
+  device once (probe, ceilings, precompiled header).
 - worker_shutdown (main process): stop the thread and mark the worker offline.
 """
 
@@ -18,11 +21,17 @@ import threading
 import time
 from typing import Any
 
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from db.session import get_engine, session_scope
-from worker import reconciler, routing, store
-from worker.config import WorkerSettings, get_worker_settings
+from worker import reconciler, registry, routing
+from worker.config import DRAINED_EXIT, WorkerSettings, get_worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +79,11 @@ class BackgroundLoop:
         next_reconcile = 0.0  # a fresh worker reconciles at once: it may be the one replacing a dead one
         tick = min(self._ws.heartbeat_interval_s, self._ws.reconcile_interval_s)
         while True:
-            self._heartbeat()
+            if self._heartbeat():
+                _begin_drain(self._ws)
             if time.monotonic() >= next_reconcile:
                 try:
+                    reconciler.recover_orphans(self._ws.host, self._app)
                     reconciler.run_once(self._app, limit=self._ws.reconcile_batch)
                 except Exception as exc:
                     log.warning("reconciler pass failed (will retry): %s", exc)
@@ -80,17 +91,43 @@ class BackgroundLoop:
             if self._stop.wait(tick):
                 return
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self) -> bool:
+        """Returns whether a drain was requested."""
         try:
             with session_scope() as session:
-                store.heartbeat(
-                    session,
-                    self._ws.worker_id,
-                    queues=worker_queues(self._ws),
-                    target=worker_target(self._ws),
-                )
+                drain = registry.beat(session, self._ws.worker_id, stats=registry.collect_stats())
+            if drain is None:
+                _register(self._ws)
+            return bool(drain)
         except Exception as exc:
             log.warning("worker heartbeat failed (will retry): %s", exc)
+            return False
+
+
+def _begin_drain(wsettings: WorkerSettings) -> None:
+    """Celery's warm shutdown, with kjudge's exit status: stop consuming, let the current
+    evaluation finish and ack, exit DRAINED_EXIT (the launcher then leaves it stopped)."""
+    from celery.worker import state
+
+    if state.should_stop in (None, False):
+        log.warning(
+            "worker %s: drain requested; finishing the current job, then exiting", wsettings.worker_id
+        )
+        state.should_stop = DRAINED_EXIT
+
+
+def _register(wsettings: WorkerSettings) -> None:
+    try:
+        with session_scope() as session:
+            registry.register(
+                session,
+                wsettings.worker_id,
+                host=wsettings.host,
+                queues=worker_queues(wsettings),
+                target=worker_target(wsettings),
+            )
+    except Exception as exc:  # the database may be down at start; the heartbeat keeps trying
+        log.warning("could not register worker %s: %s", wsettings.worker_id, exc)
 
 
 def _on_process_init(**_: Any) -> None:
@@ -129,6 +166,15 @@ def _prepare_device(wsettings: WorkerSettings) -> None:
         log.warning("worker preparation failed (the first job will do it): %s", exc)
 
 
+def _on_init(sender: Any = None, **_: Any) -> None:
+    wsettings = get_worker_settings()
+    _register(wsettings)
+    try:
+        reconciler.recover_orphans(wsettings.host, getattr(sender, "app", None))
+    except Exception as exc:  # the database may be down at start; the background loop retries
+        log.warning("could not recover this host's orphaned claims yet: %s", exc)
+
+
 def _on_ready(sender: Any = None, **_: Any) -> None:
     global _loop
     app = sender.app if sender is not None else None
@@ -147,7 +193,7 @@ def _on_shutdown(**_: Any) -> None:
     wsettings = get_worker_settings()
     try:
         with session_scope() as session:
-            store.set_worker_status(session, wsettings.worker_id, "offline")
+            registry.set_status(session, wsettings.worker_id, "offline")
     except Exception as exc:
         log.warning("could not mark worker %s offline: %s", wsettings.worker_id, exc)
 
@@ -158,6 +204,7 @@ def connect() -> None:
         return
     worker_process_init.connect(_on_process_init, weak=False)
     worker_process_shutdown.connect(_on_process_shutdown, weak=False)
+    worker_init.connect(_on_init, weak=False)
     worker_ready.connect(_on_ready, weak=False)
     worker_shutdown.connect(_on_shutdown, weak=False)
     _connected = True

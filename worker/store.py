@@ -14,6 +14,7 @@ on PostgreSQL and SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -68,11 +69,18 @@ def _claimable(now: datetime) -> sa.ColumnElement[bool]:
 
 
 def claim(
-    session: Session, submission_id: str, *, worker_id: str, lease_s: float, max_attempts: int
+    session: Session,
+    submission_id: str,
+    *,
+    worker_id: str,
+    lease_s: float,
+    max_attempts: int,
+    holder: str | None = None,
 ) -> Claim | ClaimRefused:
     """Atomically takes a submission for evaluation; commits.
 
-    Exactly one of any number of concurrent deliveries of the same id gets a Claim.
+    Exactly one of any number of concurrent deliveries of the same id gets a Claim. `holder`
+    (worker.holder.current()) names the process, so its host can recover the claim if it dies.
     """
     now = utcnow()
     row = session.execute(
@@ -82,6 +90,7 @@ def claim(
             status="compiling",
             attempts=Submission.attempts + 1,
             worker=worker_id,
+            holder=holder,
             started_at=now,
             lease_expires_at=now + timedelta(seconds=lease_s),
             message=None,
@@ -273,6 +282,8 @@ def fail(session: Session, submission_id: str, token: int, *, message: str) -> b
 class ReconcileReport:
     requeued: list[tuple[str, str]] = field(default_factory=list)  # (submission id, queue)
     gave_up: list[str] = field(default_factory=list)
+    # Of `requeued`, those taken back from a dead worker: sent to the front of their queue.
+    recovered: set[str] = field(default_factory=set)
 
 
 def reconcile(
@@ -344,6 +355,114 @@ def reconcile(
         )
         if back.rowcount:
             report.requeued.append((sub_id, queue))
+            report.recovered.add(sub_id)
+    session.commit()
+    return report
+
+
+def queued_queues(session: Session) -> list[str]:
+    """The queues that have `queued` submissions."""
+    return list(
+        session.execute(sa.select(Submission.queue).where(Submission.status == "queued").distinct()).scalars()
+    )
+
+
+def resend_lost_messages(
+    session: Session, queue: str, *, queued_grace_s: float, limit: int = 500
+) -> ReconcileReport:
+    """`queued` rows of `queue` older than the grace whose message the caller knows is gone (the
+    broker's list for the queue is empty: Redis restarted, or was flushed); commits.
+
+    Without this they wait for their next deadline, which doubles with their age: after a
+    broker restart an old backlog would sit idle for about as long as it is old.
+    """
+    now = utcnow()
+    report = ReconcileReport()
+    # Every worker's reconciler sees the same empty list: a row one of them re-sent in the last
+    # half grace (its deadline set to now + grace) is left alone, so it is sent once, not N times.
+    just_resent = sa.and_(
+        Submission.lease_expires_at > now + timedelta(seconds=queued_grace_s / 2),
+        Submission.lease_expires_at <= now + timedelta(seconds=queued_grace_s),
+    )
+    lost = sa.and_(
+        Submission.queue == queue,
+        Submission.status == "queued",
+        Submission.created_at < now - timedelta(seconds=queued_grace_s),
+        sa.or_(Submission.lease_expires_at.is_(None), sa.not_(just_resent)),
+    )
+    ids = session.execute(
+        sa.select(Submission.id).where(lost).order_by(Submission.created_at).limit(limit)
+    ).scalars()
+    for sub_id in list(ids):
+        bumped = session.execute(
+            sa.update(Submission)
+            .where(Submission.id == sub_id, lost)
+            .values(lease_expires_at=now + timedelta(seconds=queued_grace_s))
+        )
+        if bumped.rowcount:
+            report.requeued.append((sub_id, queue))
+    session.commit()
+    return report
+
+
+def recover_orphans(
+    session: Session,
+    *,
+    host: str,
+    is_dead: Callable[[str | None], bool],
+    queued_grace_s: float,
+    max_attempts: int,
+) -> ReconcileReport:
+    """Requeues this host's claims whose holder process is certainly gone; commits.
+
+    The lease would recover them too, but only after it runs out; a worker restarted on the same
+    host knows at once (worker.holder). Each update is conditional on the row still being the
+    same claim (attempts and holder unchanged), so a claim taken meanwhile is never touched.
+    """
+    now = utcnow()
+    report = ReconcileReport()
+    rows = session.execute(
+        sa.select(Submission.id, Submission.queue, Submission.attempts, Submission.holder).where(
+            Submission.status.in_(ACTIVE), Submission.worker.startswith(f"{host}:", autoescape=True)
+        )
+    ).all()
+    for sub_id, queue, attempts, holder in rows:
+        if not is_dead(holder):
+            continue
+        same_claim = sa.and_(
+            Submission.id == sub_id,
+            Submission.attempts == attempts,
+            Submission.holder == holder,
+            Submission.status.in_(ACTIVE),
+        )
+        if attempts >= max_attempts:
+            gave = session.execute(
+                sa.update(Submission)
+                .where(same_claim)
+                .values(
+                    status="error",
+                    finished_at=now,
+                    lease_expires_at=None,
+                    message=f"kjudge gave up after {attempts} attempts: the worker process "
+                    "evaluating it died each time",
+                )
+            )
+            if gave.rowcount:
+                report.gave_up.append(sub_id)
+            continue
+        back = session.execute(
+            sa.update(Submission)
+            .where(same_claim)
+            .values(
+                status="queued",
+                worker=None,
+                holder=None,
+                lease_expires_at=now + timedelta(seconds=queued_grace_s),
+            )
+        )
+        if back.rowcount:
+            report.requeued.append((sub_id, queue))
+            report.recovered.add(sub_id)
     session.commit()
     return report
 

@@ -20,9 +20,10 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from api.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Language, Result, Status
-from worker import lifecycle, store
+from worker import holder, lifecycle, registry, store
 from worker.celery_app import TASK_NAME, app
 from worker.config import get_worker_settings
+from worker.dbretry import with_db_retry
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ class LeaseKeeper:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        interval = max(self._lease_s / 3.0, 0.5)
+        # Often (every lease_renew_s, at most lease/3): the lease is short so that a dead
+        # worker's job is recovered in under a minute, and a renewal is one indexed UPDATE.
+        interval = max(min(get_settings().lease_renew_s, self._lease_s / 3.0), 0.5)
         while not self._stop.wait(interval):
             try:
                 with session_scope() as session:
@@ -83,6 +86,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
                 worker_id=wsettings.worker_id,
                 lease_s=settings.running_lease_s,
                 max_attempts=settings.max_attempts,
+                holder=holder.current(),
             )
     except sa.exc.DBAPIError as exc:
         # PostgreSQL unreachable: nothing was claimed. Try this message again shortly; should the
@@ -93,12 +97,12 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
         log.info("submission %s not evaluated: %s", submission_id, claimed.reason)
         return claimed.reason
 
-    _set_worker_status(wsettings.worker_id, "busy")
+    _job_started(wsettings.worker_id, submission_id)
+    evaluated = False
     try:
         with LeaseKeeper(claimed, settings.running_lease_s) as keeper:
             result = _evaluate(claimed)
-        with session_scope() as session:
-            stored = store.finish(session, claimed, result)
+        stored = with_db_retry(lambda: _finish(claimed, result), what=f"storing {submission_id}")
         if not stored:
             log.warning(
                 "result for %s discarded: attempt %d no longer owns it%s",
@@ -107,6 +111,7 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
                 " (lease lost)" if keeper.lost else "",
             )
             return "superseded"
+        evaluated = True
         return str(result.verdict)
     except Retry:
         raise
@@ -120,20 +125,24 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
             _fail(claimed, f"kjudge failed {claimed.token} times evaluating this submission; last: {message}")
             return "error"
         countdown = wsettings.retry_backoff_s * 2 ** (claimed.token - 1)
-        with session_scope() as session:
-            released = store.release_for_retry(
-                session,
-                submission_id,
-                claimed.token,
-                message=f"retrying after kjudge's own failure: {message}",
-                retry_in_s=countdown,
-                grace_s=settings.queued_grace_s,
-            )
+
+        def release() -> bool:
+            with session_scope() as session:
+                return store.release_for_retry(
+                    session,
+                    submission_id,
+                    claimed.token,
+                    message=f"retrying after kjudge's own failure: {message}",
+                    retry_in_s=countdown,
+                    grace_s=settings.queued_grace_s,
+                )
+
+        released = with_db_retry(release, what=f"releasing {submission_id}")
         if not released:
             return "superseded"
         raise self.retry(countdown=countdown, max_retries=None) from exc
     finally:
-        _set_worker_status(wsettings.worker_id, "idle")
+        _job_finished(wsettings.worker_id, evaluated)
 
 
 def _evaluate(claimed: store.Claim) -> Result:
@@ -159,9 +168,17 @@ def _evaluate(claimed: store.Claim) -> Result:
     options = EvalOptions(device=device, cache_dir=settings.home_dir / "cache", profile=claimed.profile)
 
     def on_status(status: Status) -> None:
-        if status in (Status.COMPILING, Status.RUNNING):
+        if status not in (Status.COMPILING, Status.RUNNING):
+            return
+
+        def write() -> bool:
             with session_scope() as session:
-                store.set_status(session, claimed.submission_id, claimed.token, status)
+                return store.set_status(session, claimed.submission_id, claimed.token, status)
+
+        try:  # informational: a database blip must not abort the evaluation
+            with_db_retry(write, what=f"status of {claimed.submission_id}", deadline_s=5.0)
+        except Exception as exc:
+            log.warning("could not record %s for %s: %s", status, claimed.submission_id, exc)
 
     result = evaluate(problem, submission, options, on_status=on_status)
     return _finalize(result, claimed)
@@ -184,17 +201,30 @@ def _finalize(result: Result, claimed: store.Claim) -> Result:
     )
 
 
+def _finish(claimed: store.Claim, result: Result) -> bool:
+    with session_scope() as session:
+        return store.finish(session, claimed, result)
+
+
 def _fail(claimed: store.Claim, message: str) -> None:
     with session_scope() as session:
         store.fail(session, claimed.submission_id, claimed.token, message=message)
 
 
-def _set_worker_status(worker_id: str, status: str) -> None:
+def _job_started(worker_id: str, submission_id: str) -> None:
     try:
         with session_scope() as session:
-            store.set_worker_status(session, worker_id, status)
+            registry.job_started(session, worker_id, submission_id)
     except Exception as exc:  # the registry is informational; never fail an evaluation over it
-        log.warning("could not mark worker %s %s: %s", worker_id, status, exc)
+        log.warning("could not mark worker %s busy: %s", worker_id, exc)
+
+
+def _job_finished(worker_id: str, evaluated: bool) -> None:
+    try:
+        with session_scope() as session:
+            registry.job_finished(session, worker_id, evaluated=evaluated)
+    except Exception as exc:  # the registry is informational; never fail an evaluation over it
+        log.warning("could not mark worker %s idle: %s", worker_id, exc)
 
 
 def _describe(exc: BaseException) -> str:

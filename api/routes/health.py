@@ -7,6 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from api import cluster_metrics
 from api.metrics import sample_submission_counts
 
 router = APIRouter(tags=["health"])
@@ -48,7 +49,13 @@ async def readyz(request: Request) -> JSONResponse:
     )
 
 
+def _sample(request: Request) -> None:
+    sample_submission_counts(request.app.state.sessionmaker)
+    settings = request.app.state.settings
+    cluster_metrics.sample(request.app.state.sessionmaker, settings.effective_broker_url)
+
+
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    await run_in_threadpool(sample_submission_counts, request.app.state.sessionmaker)
+    await run_in_threadpool(_sample, request)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

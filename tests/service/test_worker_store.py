@@ -185,3 +185,57 @@ def test_heartbeat_upserts_the_worker_row(session: Session, engine: sa.Engine) -
     assert len(rows) == 1
     assert rows[0][:3] == ("host:0", "eval.cuda.sm_90", "busy")
     assert rows[0][3]["arch"] == "sm_90"
+
+
+def test_a_dead_holders_claims_on_this_host_are_recovered_at_once(
+    session: Session, rows: Rows, pid: str
+) -> None:
+    import subprocess
+
+    from worker import holder
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process that existed and exited: its pid no longer names it
+    dead = f"{holder.current().split(':')[0]}:{gone.pid}:1"
+    orphan = rows.submission(pid)
+    store.claim(session, orphan, worker_id="hostA:0", lease_s=60, max_attempts=3, holder=dead)
+    live = rows.submission(pid)
+    store.claim(session, live, worker_id="hostA:1", lease_s=60, max_attempts=3, holder=holder.current())
+    elsewhere = rows.submission(pid)
+    store.claim(session, elsewhere, worker_id="hostAB:0", lease_s=60, max_attempts=3, holder=dead)
+    other_ns = rows.submission(pid)
+    store.claim(session, other_ns, worker_id="hostA:2", lease_s=60, max_attempts=3, holder=f"1:{gone.pid}:1")
+
+    assert holder.is_dead(dead) and not holder.is_dead(holder.current())
+    assert not holder.is_dead(f"1:{gone.pid}:1"), "another pid namespace cannot be judged"
+    report = store.recover_orphans(
+        session, host="hostA", is_dead=holder.is_dead, queued_grace_s=10, max_attempts=3
+    )
+    assert report.requeued == [(orphan, "eval.cpu")] and report.recovered == {orphan}
+    assert (rows.row(orphan)["status"], rows.row(orphan)["holder"]) == ("queued", None)
+    for untouched in (live, elsewhere, other_ns):  # alive, another host, unknowable
+        assert rows.row(untouched)["status"] == "compiling"
+    again = store.claim(session, orphan, worker_id="hostA:0", lease_s=60, max_attempts=3)
+    assert isinstance(again, store.Claim) and again.token == 2
+
+
+def test_old_queued_rows_are_resent_when_their_queue_is_empty(
+    session: Session, engine: sa.Engine, rows: Rows, pid: str
+) -> None:
+    old = rows.submission(pid, created_at=store.utcnow() - timedelta(seconds=600))
+    # Its next deadline is far away (the reconciler doubles it with the row's age)...
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(Submission)
+            .where(Submission.id == old)
+            .values(lease_expires_at=store.utcnow() + timedelta(seconds=600))
+        )
+    young = rows.submission(pid)
+    assert store.reconcile(session, queued_grace_s=10, max_attempts=3).requeued == []
+    # ...but an empty broker list says its message is gone: send it now.
+    assert store.queued_queues(session) == ["eval.cpu"]
+    report = store.resend_lost_messages(session, "eval.cpu", queued_grace_s=10)
+    assert report.requeued == [(old, "eval.cpu")], "only rows older than the grace"
+    assert young not in {sid for sid, _ in report.requeued}
+    # Another worker's reconciler, a moment later, sees the same empty list: no second copy.
+    assert store.resend_lost_messages(session, "eval.cpu", queued_grace_s=10).requeued == []
