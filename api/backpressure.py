@@ -12,7 +12,8 @@ same request again (idempotency keys make that safe).
 Reading the depth is on the submit hot path, so it is cached per API process: one grouped count
 of `queued` rows (index ix_submissions_status_updated) at most every `queue_depth_cache_s`, and
 what this process accepted since is added locally, so a burst between two reads cannot overshoot
-by more than other API processes' share of it. Refreshes also set `kjudge_queue_depth{queue}`.
+by more than other API processes' share of it. (`/metrics` reads `kjudge_queue_depth{queue}` from
+the database for the whole cluster: api/cluster_metrics.py.)
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ import time
 from collections.abc import Mapping
 
 import sqlalchemy as sa
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
 from api.settings import Settings
 from db.models import Submission
 
-QUEUE_DEPTH = Gauge("kjudge_queue_depth", "submissions waiting (status queued) per queue", ["queue"])
 REFUSED = Counter("kjudge_backpressure_refused_total", "requests refused because a queue was full", ["queue"])
 
 
@@ -42,7 +42,6 @@ class QueueGate:
         self._read_at = float("-inf")
         self._lock = threading.Lock()
         self._refreshing = False
-        self._known: set[str] = set()
 
     def depths(self, session: Session) -> dict[str, int]:
         """Queued submissions per queue, at most ttl_s old (plus this process's additions)."""
@@ -63,9 +62,6 @@ class QueueGate:
                     fresh = {queue: int(n) for queue, n in rows}
                     with self._lock:
                         self._depths, self._read_at = fresh, time.monotonic()
-                    self._known |= set(fresh)
-                    for queue in self._known:  # a queue that emptied reads 0, not its last depth
-                        QUEUE_DEPTH.labels(queue).set(fresh.get(queue, 0))
                 finally:
                     with self._lock:
                         self._refreshing = False
