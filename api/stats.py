@@ -188,7 +188,7 @@ def run_stats(session: Session, *, model: str | None, run_id: str | None) -> Run
 def _minute_index(session: Session, column: sa.ColumnElement[datetime]) -> sa.ColumnElement[int]:
     """Minutes since the epoch, in SQL (the two dialects spell it differently)."""
     if session.get_bind().dialect.name == "sqlite":
-        return sa.cast(sa.func.strftime("%s", column), sa.Integer) / 60
+        return sa.cast(sa.func.strftime("%s", column), sa.Integer) // 60
     return sa.cast(sa.func.floor(sa.extract("epoch", column) / 60), sa.BigInteger)
 
 
@@ -236,13 +236,14 @@ def operations(session: Session, *, window_minutes: int = 60, now: datetime | No
 
     start = now - timedelta(minutes=window_minutes)
     minute = _minute_index(session, Submission.finished_at).label("minute")
-    per_minute = dict(
-        session.execute(
+    per_minute = {
+        int(m): n
+        for m, n in session.execute(
             sa.select(minute, sa.func.count())
             .where(Submission.finished_at >= start, Submission.finished_at <= now)
             .group_by(minute)
-        ).all()
-    )
+        )
+    }
     last = math.floor(now.timestamp() / 60)
     epoch = datetime.fromtimestamp(0, tz=now.tzinfo)
     rate = [

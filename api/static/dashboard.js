@@ -448,7 +448,7 @@ async function opsView() {
     });
     replaceChart($("#rate-chart"), {
       type: "bar",
-      data: { labels: ops.evaluations_per_minute.map((p) => new Date(p.minute).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })),
+      data: { labels: ops.evaluations_per_minute.map((p) => new Date(p.minute).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false })),
         datasets: [{ label: "finished", data: ops.evaluations_per_minute.map((p) => p.count), backgroundColor: COLORS[2] }] },
       options: { plugins: { legend: { display: false } }, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
     });
