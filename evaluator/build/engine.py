@@ -55,7 +55,10 @@ def spec_key(spec: BuildSpec) -> str:
         tools.append(compiler_version(cuda.nvcc_path()))
     if any(u.kind is UnitKind.HIP for u in spec.units):
         tools.append(compiler_version(rocm.hipcc_path()))
-    return cache.content_key("module", spec.model_dump(mode="json"), info.model_dump(), tools)
+    # The host flags too: a module built with other flags (before -fopenmp) is another module.
+    return cache.content_key(
+        "module", spec.model_dump(mode="json"), info.model_dump(), tools, commands.pch_flags(info)
+    )
 
 
 def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> list[str]:
