@@ -309,6 +309,8 @@ def run_import(args: argparse.Namespace) -> int:
     if args.dry_run:
         summary = f"{accepted} accepted (would store {accepted})"
     else:
-        summary = f"{accepted} accepted (stored {inserted} new, {len(present) + accepted - inserted} already present)"
+        # Problems skipped as already stored were accepted by the import that stored them.
+        total = accepted + len(present)
+        summary = f"{total} accepted (stored {inserted} new, {total - inserted} already present)"
     print(f"{summary}, {len(refused) + len(unreadable)} refused", file=sys.stderr)
     return 0
