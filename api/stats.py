@@ -38,34 +38,42 @@ FAST_P_MAX = 4.0
 FAST_P_STEP = 0.05
 PENDING = ("queued", "compiling", "running")
 FACET_LIMIT = 200
+RECENT_TARGETS = 5000  # submissions whose targets the filter offers
+
+
+def _distinct(session: Session, column: str) -> list[str]:
+    """DISTINCT over an indexed column by skipping from value to value (a recursive CTE: one
+    index probe per distinct value, instead of PostgreSQL's full scan: 2 ms vs ~100 ms at
+    100,000 submissions). `column` is one of ours, never user input."""
+    sql = sa.text(
+        f"WITH RECURSIVE v(x) AS ("
+        f" SELECT min({column}) FROM submissions"
+        f" UNION ALL SELECT (SELECT min({column}) FROM submissions WHERE {column} > v.x) FROM v"
+        f" WHERE v.x IS NOT NULL) "
+        f"SELECT x FROM v WHERE x IS NOT NULL LIMIT {FACET_LIMIT}"
+    )
+    return [x for x in session.scalars(sql) if x]
 
 
 def facets(session: Session) -> Facets:
-    """Filter values. Models and run ids come most recent first (the index on (model,
-    created_at) answers max(created_at) per value without a table scan on PostgreSQL)."""
-
-    def recent(column: sa.ColumnElement[str | None]) -> list[str]:
-        q = (
-            sa.select(column)
-            .where(column.is_not(None))
-            .group_by(column)
-            .order_by(sa.func.max(Submission.created_at).desc())
-            .limit(FACET_LIMIT)
-        )
-        return [v for v in session.scalars(q) if v]
-
+    """Filter values, alphabetical. Models and run ids through their listing indexes; targets
+    (no index of their own) from the most recent submissions."""
+    has_submissions = sa.exists().where(Submission.problem_id == Problem.id)
     problems = session.execute(
         sa.select(Problem.id, Problem.name)
-        .where(Problem.id.in_(sa.select(Submission.problem_id).distinct()))
+        .where(has_submissions)
         .order_by(Problem.name)
         .limit(FACET_LIMIT * 5)
     ).all()
+    recent = (
+        sa.select(Submission.target).order_by(Submission.created_at.desc()).limit(RECENT_TARGETS).subquery()
+    )
     return Facets(
         problems=[ProblemName(id=pid, name=name) for pid, name in problems],
-        models=recent(Submission.model),
-        run_ids=recent(Submission.run_id),
+        models=_distinct(session, "model"),
+        run_ids=_distinct(session, "run_id"),
         languages=[lang.value for lang in Language],
-        targets=sorted(v for v in session.scalars(sa.select(Submission.target).distinct()) if v),
+        targets=sorted(v for v in session.scalars(sa.select(recent.c.target).distinct()) if v),
         verdicts=[v.value for v in Verdict],
     )
 

@@ -170,7 +170,7 @@ def test_facets_and_list_filters(client: Any, db: Any) -> None:
     _add(db, model="m-old", run_id="r-old", language="cpp", target="cpu")
     _add(db, model="m-new", run_id="r-new", language="triton", target="cuda")
     f = client.get("/v1/stats/facets").json()
-    assert f["models"] == ["m-new", "m-old"]  # most recent first
+    assert f["models"] == ["m-new", "m-old"]
     assert f["run_ids"] == ["r-new", "r-old"]
     assert f["targets"] == ["cpu", "cuda"]
     assert {"cpp", "triton", "cuda"} <= set(f["languages"])

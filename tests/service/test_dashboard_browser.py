@@ -118,7 +118,8 @@ def test_dashboard_shows_a_submission_from_list_to_plot(served: Any, browser: An
     base, _, _, log_path = served
     problem = (REPO / "examples" / "relu" / "problem.py").read_text()
     kernel = (REPO / "examples" / "relu" / "relu_cpp.cpp").read_text()
-    with httpx.Client(base_url=base, timeout=30) as client:
+    # Adding a problem validates it in a sandboxed child first: seconds, more on a busy host.
+    with httpx.Client(base_url=base, timeout=300) as client:
         created = client.post("/v1/problems", json={"name": "relu_example", "source": problem})
         assert created.status_code in (200, 201), created.text
         body = {
