@@ -204,23 +204,28 @@ function timingChart(canvas, result) {
       options: { scales: { x: { title: { display: true, text: "ms" } }, y: { title: { display: true, text: "count" } } } },
     });
   }
-  // Otherwise the summary the Result has: min … mean+std as a bar, the median as a point,
-  // against the reference's baselines on the same device.
-  const rows = [["this kernel", t.min_ms, t.mean_ms + t.std_ms, t.median_ms]];
+  // Otherwise the summary the Result has: min … median as a bar, the median and the mean as
+  // points, against the reference's baselines on the same device. The axis stops at 4x the
+  // largest median so that a heavy tail (a busy host) does not squash the rest.
+  const rows = [["this kernel", t.min_ms, t.median_ms, t.mean_ms]];
   const b = result.baseline || {};
-  if (b.eager_ms) rows.push(["eager PyTorch", null, null, b.eager_ms]);
-  if (b.compile_ms) rows.push(["torch.compile", null, null, b.compile_ms]);
+  if (b.eager_ms) rows.push(["eager PyTorch", null, b.eager_ms, null]);
+  if (b.compile_ms) rows.push(["torch.compile", null, b.compile_ms, null]);
+  const xmax = 4 * Math.max(...rows.map((r) => r[2]));
   return chart(canvas, {
     data: {
       labels: rows.map((r) => r[0]),
       datasets: [
-        { type: "bar", label: "min … mean + std", data: rows.map((r) => (r[1] === null ? null : [r[1], r[2]])),
+        { type: "bar", label: "min … median", data: rows.map((r) => (r[1] === null ? null : [r[1], r[2]])),
           backgroundColor: "rgba(9,105,218,.35)", borderColor: COLORS[0], borderWidth: 1 },
-        { type: "scatter", label: "median", data: rows.map((r, i) => ({ x: r[3], y: r[0] })),
+        { type: "scatter", label: "median", data: rows.map((r) => ({ x: r[2], y: r[0] })),
           backgroundColor: COLORS[1], pointRadius: 6 },
+        { type: "scatter", label: `mean (± ${num(t.std_ms, 4)} ms)`, data: rows.filter((r) => r[3] !== null).map((r) => ({ x: Math.min(r[3], xmax), y: r[0] })),
+          backgroundColor: COLORS[3], pointStyle: "triangle", pointRadius: 7 },
       ],
     },
-    options: { indexAxis: "y", scales: { x: { type: "linear", beginAtZero: true, title: { display: true, text: `ms (n = ${t.n}${t.l2_flushed ? ", L2 flushed" : ""})` } } } },
+    options: { indexAxis: "y", scales: { x: { type: "linear", beginAtZero: true, max: xmax,
+      title: { display: true, text: `ms (n = ${t.n}${t.l2_flushed ? ", L2 flushed" : ""}; a mean beyond the axis sits at its end)` } } } },
   });
 }
 

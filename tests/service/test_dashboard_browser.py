@@ -136,20 +136,26 @@ def test_dashboard_shows_a_submission_from_list_to_plot(served: Any, browser: An
     with _kept_on_failure(browser, "test_dashboard_shows_a_submission_from_list_to_plot"):
         browser.get(f"{base}/")
         row = f'tr[data-id="{sid}"]'
-        _until(browser, lambda: browser.find_elements("css selector", row), 30, "the submission's row")
+
+        def text(selector: str) -> str:
+            # One script call: live refresh replaces the rows every few seconds, so a found
+            # element can be gone by the time it is read (stale).
+            return browser.execute_script(
+                "return document.querySelector(arguments[0])?.textContent || ''", selector
+            )
+
+        _until(browser, lambda: text(row), 30, "the submission's row")
         # Live refresh: the row turns from queued/compiling/running to its verdict by itself.
         try:
-            _until(
-                browser,
-                lambda: "correct" in browser.find_element("css selector", f"{row} .pill").text.split(),
-                600,
-                "the row's verdict to become correct",
-            )
-        except AssertionError:
-            raise AssertionError(f"{log_path.read_text()[-3000:]}") from None
-        assert "browser-test" in browser.find_element("css selector", row).text
+            _until(browser, lambda: text(f"{row} .pill") == "correct", 600, "the row's verdict: correct")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- serve log ---\n{log_path.read_text()[-3000:]}") from None
+        assert "browser-test" in text(row)
 
-        browser.find_element("css selector", f'{row} a[href="#/submission/{sid}"]').click()
+        # The row's link opens the detail page (clicked in the page, atomically).
+        browser.execute_script(
+            "document.querySelector(arguments[0]).click()", f'{row} a[href="#/submission/{sid}"]'
+        )
         _until(
             browser,
             lambda: browser.find_elements("css selector", "#submission-detail"),
