@@ -79,15 +79,24 @@ class Prepared:
     metadata: dict[str, Any]
     reuse: bool
     idempotency_key: str | None
+    profile: bool = False
     accepted: SubmissionAccepted | None = field(default=None)
 
     def same_request(self, row: Submission) -> bool:
-        return (row.problem_id, row.source_sha256, row.language, row.target, row.entry) == (
+        return (
+            row.problem_id,
+            row.source_sha256,
+            row.language,
+            row.target,
+            row.entry,
+            bool(row.profile),
+        ) == (
             self.problem_id,
             self.source_sha256,
             self.language,
             self.target,
             self.entry,
+            self.profile,
         )
 
 
@@ -156,6 +165,7 @@ def prepare(
                 metadata=json.loads(json.dumps(item.metadata, default=str)),
                 reuse=item.reuse,
                 idempotency_key=key,
+                profile=item.profile,
             )
         )
     return out
@@ -284,6 +294,7 @@ def _store(
             "created_at": now,
             "updated_at": now,
             "reused_from": None,
+            "profile": p.profile,
         }
         donor = donors.get(_reuse_key(p))
         if donor is not None:
@@ -347,15 +358,16 @@ def _apply_idempotency(session: Session, principal: Principal, prepared: list[Pr
         )
 
 
-def _reuse_key(p: Prepared) -> tuple[str, str, str, str, str | None]:
-    return (p.problem_id, p.source_sha256, p.language, p.target, p.entry)
+def _reuse_key(p: Prepared) -> tuple[str, str, str, str, str | None, bool]:
+    return (p.problem_id, p.source_sha256, p.language, p.target, p.entry, p.profile)
 
 
 def _find_donors(
     session: Session, wanted: list[Prepared]
-) -> dict[tuple[str, str, str, str, str | None], Submission]:
-    """For `reuse: true`: the newest finished identical submission that has a result."""
-    donors: dict[tuple[str, str, str, str, str | None], Submission] = {}
+) -> dict[tuple[str, str, str, str, str | None, bool], Submission]:
+    """For `reuse: true`: the newest finished identical submission that has a result. A request
+    for a profile reuses only a profiled result (one without would lack it)."""
+    donors: dict[tuple[str, str, str, str, str | None, bool], Submission] = {}
     for p in wanted:
         key = _reuse_key(p)
         if key in donors:
@@ -370,6 +382,7 @@ def _find_donors(
                 Submission.language == p.language,
                 Submission.target == p.target,
                 entry_match,
+                *([Submission.profile.is_(True)] if p.profile else []),
                 Submission.status == "done",
             )
             .order_by(Submission.created_at.desc())

@@ -251,14 +251,26 @@ function kv(pairs) {
     .map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join("")}</dl>`;
 }
 
+// The hardware profile (Result.profile, with "profile": true): the bottleneck line and one row per kernel.
+const PROFILE_COLUMNS = [
+  ["kernel", (k) => (k.name && k.name.length > 60 ? k.name.slice(0, 60) + "…" : k.name)],
+  ["calls", (k) => k.calls], ["µs", (k) => num(k.duration_us, 2)],
+  ["share", (k) => (k.share_of_time == null ? "" : `${Math.round(100 * k.share_of_time)}%`)],
+  ["DRAM GB/s", (k) => num(k.dram_gbps, 0)], ["DRAM % peak", (k) => num(k.dram_pct_of_peak, 0)],
+  ["SM % peak", (k) => num(k.sm_pct_of_peak, 0)], ["occupancy %", (k) => num(k.achieved_occupancy_pct, 0)],
+  ["regs", (k) => k.registers_per_thread], ["smem B", (k) => k.shared_mem_per_block_bytes],
+  ["block × grid", (k) => (k.block_size == null ? "" : `${k.block_size} × ${k.grid_size}`)],
+  ["top stalls", (k) => (k.top_stalls || []).map((x) => x.reason).join(", ")], ["bound", (k) => k.bound],
+];
+
 function profileHtml(profile) {
   if (typeof profile !== "object" || profile === null) return `<pre>${esc(JSON.stringify(profile, null, 2))}</pre>`;
-  const kernels = Array.isArray(profile) ? profile : profile.kernels;
+  if (profile.available === false) return `<p class="muted">no profile: ${esc(profile.message || "")}</p>`;
+  const kernels = profile.kernels || [];
   let html = profile.bottleneck ? `<p><b>bottleneck:</b> ${esc(profile.bottleneck)}</p>` : "";
-  if (Array.isArray(kernels) && kernels.length) {
-    const cols = [...new Set(kernels.flatMap((k) => Object.keys(k)))];
-    html += `<table><thead><tr>${cols.map((c) => `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${kernels.map((k) =>
-      `<tr>${cols.map((c) => `<td>${esc(typeof k[c] === "object" ? JSON.stringify(k[c]) : k[c])}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
+  if (kernels.length) {
+    html += `<div style="overflow:auto"><table><thead><tr>${PROFILE_COLUMNS.map(([h]) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody>${kernels.map((k) =>
+      `<tr>${PROFILE_COLUMNS.map(([, f]) => `<td>${esc(f(k) ?? "")}</td>`).join("")}</tr>`).join("")}</tbody></table></div>`;
   }
   return html || `<pre>${esc(JSON.stringify(profile, null, 2))}</pre>`;
 }
@@ -285,6 +297,7 @@ async function submissionView(id) {
         ["median", r.timing ? ms(r.timing.median_ms) : null],
         ["eager baseline", r.baseline && r.baseline.eager_ms ? ms(r.baseline.eager_ms) : null],
         ["torch.compile baseline", r.baseline && r.baseline.compile_ms ? ms(r.baseline.compile_ms) : null],
+        ["profile requested", s.profile ? "yes" : null],
         ["model", esc(s.metadata.model || "")], ["run id", esc(s.metadata.run_id || "")],
         ["worker", esc(s.worker || "")], ["created", esc(s.created_at)], ["finished", esc(s.finished_at || "")],
         ["reused result of", s.reused_from ? `<a href="#/submission/${esc(s.reused_from)}">${esc(s.reused_from)}</a>` : null],

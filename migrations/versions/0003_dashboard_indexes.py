@@ -1,7 +1,7 @@
 """dashboard indexes: submissions by finished_at (evaluations per minute) and (status, queue)
 
-Revision ID: 0002_dashboard_indexes
-Revises: 0001_initial
+Revision ID: 0003_dashboard_indexes
+Revises: 0002_submission_profile
 Create Date: 2026-12-02
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0002_dashboard_indexes"
-down_revision = "0001_initial"
+revision = "0003_dashboard_indexes"
+down_revision = "0002_submission_profile"
 branch_labels = None
 depends_on = None
 
