@@ -19,6 +19,7 @@ const FLAG_TEXT = {
   lazy_output: "outputs are lazy: not plain tensors, or they change after a later call",
   exceeds_roofline: "faster than moving the inputs and outputs once at the device's measured bandwidth",
   recycled_memory: "outputs depend on leftover contents of freed memory (unwritten or recycled buffers)",
+  timed_output_mismatch: "a timed call's outputs were wrong although the checked calls were right (the kernel behaves differently once it thinks correctness is over)",
   no_custom_kernel: "only PyTorch's own kernels were launched (informational)",
 };
 const INFORMATIONAL_FLAGS = new Set(["no_custom_kernel"]);
