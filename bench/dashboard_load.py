@@ -169,6 +169,8 @@ def main() -> int:
         "device": f"{platform.node()} ({os.cpu_count()} CPUs), PostgreSQL on 127.0.0.1",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
+        # Other work on the host slows the queries: say how busy it was.
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "rows": args.rows,
         "problems": args.problems,
         "repeats": args.repeats,
