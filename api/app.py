@@ -14,6 +14,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import KeyCache
@@ -22,14 +23,15 @@ from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
 from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
-from api.routes import batches, health, leaderboard, problems, rewards, submissions, workers
+from api.routes import batches, health, leaderboard, problems, rewards, stats, submissions, workers
 from api.settings import Settings, get_settings
 from api.submitting import ProblemCache
 from db.session import get_sessionmaker
 
 log = logging.getLogger("kjudge.api")
 
-DASHBOARD = Path(__file__).with_name("static") / "index.html"
+STATIC = Path(__file__).with_name("static")
+DASHBOARD = STATIC / "index.html"
 
 
 class BodyLimitMiddleware:
@@ -116,12 +118,15 @@ def create_app(
     app.state.queue_gate = QueueGate(settings)
 
     install_error_handlers(app)
-    for module in (submissions, batches, problems, leaderboard, workers, health, rewards):
+    for module in (submissions, batches, problems, leaderboard, stats, workers, health, rewards):
         app.include_router(module.router)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def dashboard() -> HTMLResponse:
         return HTMLResponse(DASHBOARD.read_text(encoding="utf-8"))
+
+    # The dashboard's script, styles and vendored libraries (no CDN: machines may be offline).
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware)

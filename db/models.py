@@ -84,6 +84,10 @@ class Submission(Base):
         # The reconciler scans non-final rows by status and deadline.
         sa.Index("ix_submissions_status_updated", "status", "updated_at"),
         sa.Index("ix_submissions_batch", "batch_id", "batch_index"),
+        # The dashboard: evaluations finished per minute, and queue depth (unfinished rows by
+        # queue) without scanning finished history.
+        sa.Index("ix_submissions_finished", "finished_at"),
+        sa.Index("ix_submissions_status_queue", "status", "queue"),
     )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)

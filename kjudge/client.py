@@ -20,7 +20,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,9 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 FINAL = ("done", "error")
 RETRY_STATUSES = (429, 502, 503, 504)
 LONG_POLL_S = 30.0
+# With an `on_status` callback, `wait` asks this often so that queued → compiling → running
+# show as they happen (the server answers a long-poll only when the submission is done).
+STATUS_POLL_S = 1.0
 
 
 class KjudgeError(Exception):
@@ -238,12 +241,22 @@ class Client(_Base):
         call = _Call("GET", f"/v1/submissions/{submission_id}", params=params, timeout=self.timeout + wait)
         return SubmissionOut.model_validate(self._send(call))
 
-    def wait(self, submission_id: str, timeout: float = 900.0) -> SubmissionOut:
-        """Long-polls until the submission is done or errored; raises TimeoutError after timeout."""
+    def wait(
+        self,
+        submission_id: str,
+        timeout: float = 900.0,
+        on_status: Callable[[SubmissionOut], None] | None = None,
+    ) -> SubmissionOut:
+        """Long-polls until the submission is done or errored; raises TimeoutError after timeout.
+        Loops over long-polls, so a wait longer than the server's cap (60 s) keeps waiting.
+        `on_status(sub)` is called after every answer (polling every STATUS_POLL_S)."""
         deadline = time.monotonic() + timeout
+        step = LONG_POLL_S if on_status is None else STATUS_POLL_S
         while True:
             left = deadline - time.monotonic()
-            sub = self.get(submission_id, wait=max(0.0, min(LONG_POLL_S, left)))
+            sub = self.get(submission_id, wait=max(0.0, min(step, left)))
+            if on_status is not None:
+                on_status(sub)
             if sub.status in FINAL:
                 return sub
             if time.monotonic() >= deadline:
@@ -378,11 +391,19 @@ class AsyncClient(_Base):
         call = _Call("GET", f"/v1/submissions/{submission_id}", params=params, timeout=self.timeout + wait)
         return SubmissionOut.model_validate(await self._send(call))
 
-    async def wait(self, submission_id: str, timeout: float = 900.0) -> SubmissionOut:
+    async def wait(
+        self,
+        submission_id: str,
+        timeout: float = 900.0,
+        on_status: Callable[[SubmissionOut], None] | None = None,
+    ) -> SubmissionOut:
         deadline = time.monotonic() + timeout
+        step = LONG_POLL_S if on_status is None else STATUS_POLL_S
         while True:
             left = deadline - time.monotonic()
-            sub = await self.get(submission_id, wait=max(0.0, min(LONG_POLL_S, left)))
+            sub = await self.get(submission_id, wait=max(0.0, min(step, left)))
+            if on_status is not None:
+                on_status(sub)
             if sub.status in FINAL:
                 return sub
             if time.monotonic() >= deadline:

@@ -96,18 +96,50 @@ def _status(maker: sessionmaker[Session], sid: str) -> str | None:
         return session.scalar(sa.select(Submission.status).where(Submission.id == sid))
 
 
-@router.get("/{submission_id}", response_model=SubmissionOut, responses=ERRORS)
+# Said on a long-poll that ended at the server's cap with the submission still unfinished: the
+# client asked for longer, so it should ask again (the SDK's `Client.wait` loops).
+WAIT_CAPPED_HEADER = "Kjudge-Wait-Capped"
+
+
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionOut,
+    responses={
+        **ERRORS,
+        200: {
+            "headers": {
+                WAIT_CAPPED_HEADER: {
+                    "description": "present when `wait` was cut to the server's cap (its value, in "
+                    "seconds) and the submission is not finished yet: ask again to keep waiting",
+                    "schema": {"type": "number"},
+                }
+            }
+        },
+    },
+)
 async def get_submission(
     submission_id: str,
     request: Request,
+    response: Response,
     maker: Annotated[sessionmaker[Session], Depends(get_sessionmaker)],
     _: Annotated[Principal, Depends(require("read"))],
-    wait: Annotated[float, Query(ge=0, description="long-poll: wait up to this many seconds for done")] = 0,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            description="long-poll: wait up to this many seconds for done. The server caps one "
+            "request at `long_poll_max_s` (60 s by default); a capped answer carries the "
+            f"`{WAIT_CAPPED_HEADER}` header, and the client should ask again.",
+        ),
+    ] = 0,
     include_source: bool = False,
 ) -> SubmissionOut:
     """One submission with its Result once done. `?wait=S` holds the request until the
-    submission is done (or errored) or S seconds pass (capped by the server)."""
-    deadline = time.monotonic() + min(wait, request.app.state.settings.long_poll_max_s)
+    submission is done (or errored) or S seconds pass. S is capped by the server (60 s by
+    default): when the cap cut the wait short and the submission is still unfinished, the
+    response carries `Kjudge-Wait-Capped: <cap>` so that the client loops."""
+    cap = request.app.state.settings.long_poll_max_s
+    deadline = time.monotonic() + min(wait, cap)
     delay = POLL_START_S
     status = await run_in_threadpool(_status, maker, submission_id)
     if status is None:
@@ -121,6 +153,8 @@ async def get_submission(
     out = await run_in_threadpool(_load, maker, submission_id, include_source)
     if out is None:
         raise ApiError(404, "unknown_submission", f"no submission with id {submission_id!r}")
+    if wait > cap and out.status not in FINAL_STATUSES:
+        response.headers[WAIT_CAPPED_HEADER] = f"{cap:g}"
     return out
 
 
@@ -134,6 +168,10 @@ def list_submissions(
     verdict: str | None = None,
     status: str | None = None,
     batch_id: str | None = None,
+    language: str | None = None,
+    target: Annotated[
+        str | None, Query(description="the requested target: cpu, cuda, rocm, an arch, any")
+    ] = None,
     since: Annotated[datetime | None, Query(description="created at or after (ISO 8601)")] = None,
     until: Annotated[datetime | None, Query(description="created before (ISO 8601)")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -153,6 +191,8 @@ def list_submissions(
         (Submission.verdict, verdict),
         (Submission.status, status),
         (Submission.batch_id, batch_id),
+        (Submission.language, language),
+        (Submission.target, target),
     ):
         if value is not None:
             q = q.where(column == value)

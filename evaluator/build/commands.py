@@ -18,6 +18,11 @@ def pch_flags(info: TorchInfo) -> list[str]:
     """The flags a host unit and the precompiled header must share for GCC to accept the .gch."""
     return [
         "-O2",
+        # at::parallel_for is a header template that runs serially unless the unit itself is
+        # built with OpenMP (PyTorch's own kernels are): without this flag a CPU kernel's
+        # parallel_for used one thread against eager's all. The extension links libgomp.so.1,
+        # the soname torch already loaded, so both share one OpenMP runtime and thread pool.
+        "-fopenmp",
         f"-std={info.cxx_std}",
         "-fPIC",
         "-DTORCH_API_INCLUDE_EXTENSION_H",
@@ -88,6 +93,7 @@ def link_command(
         "-ltorch",
         "-ltorch_cpu",
         "-ltorch_python",
+        "-fopenmp",  # libgomp, for the units' OpenMP regions (pch_flags)
         *backend_flags,
         *extra,
     ]

@@ -55,7 +55,10 @@ def spec_key(spec: BuildSpec) -> str:
         tools.append(compiler_version(cuda.nvcc_path()))
     if any(u.kind is UnitKind.HIP for u in spec.units):
         tools.append(compiler_version(rocm.hipcc_path()))
-    return cache.content_key("module", spec.model_dump(mode="json"), info.model_dump(), tools)
+    # The host flags too: a module built with other flags (before -fopenmp) is another module.
+    return cache.content_key(
+        "module", spec.model_dump(mode="json"), info.model_dump(), tools, commands.pch_flags(info)
+    )
 
 
 def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> list[str]:
@@ -229,14 +232,16 @@ def build_spec(
     if hit is not None:
         return hit
     pch_dir, log = None, ""
+    pch_s = 0.0  # building the shared header is not this build's time
     if needs_pch(spec) and trusted_pch_cache is not None:
         pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
         log = "" if pch_dir is not None else "no precompiled header from the parent; building without it\n"
     elif needs_pch(spec):
+        pch_start = time.monotonic()
         pch_dir, log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=timeout_s)
+        pch_s = time.monotonic() - pch_start
     with cache.staging_dir(cache_dir, key) as work:
-        out = compile_to(
-            spec, work, pch_dir=pch_dir, timeout_s=max(1.0, timeout_s - (time.monotonic() - start)), jobs=jobs
-        )
+        left = max(1.0, timeout_s - (time.monotonic() - start - pch_s))
+        out = compile_to(spec, work, pch_dir=pch_dir, timeout_s=left, jobs=jobs)
         out = out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
         return cache.publish(work, cache_dir, key, out) if out.ok else out

@@ -62,8 +62,16 @@ def run_current(args: argparse.Namespace) -> int:
 
 
 def run_seed(args: argparse.Namespace) -> int:
+    from db.prepare import DatabaseNotReady, prepare_database
     from db.seed import seed_builtin_problems
     from db.session import get_sessionmaker
+
+    try:
+        # `db upgrade` migrated already; `db seed` alone creates/upgrades as serve does.
+        prepare_database(migrate=getattr(args, "db_command", None) != "upgrade")
+    except DatabaseNotReady as exc:
+        print(f"kjudge db: {exc}", file=sys.stderr)
+        return 1
 
     with get_sessionmaker()() as session:
         n = seed_builtin_problems(session)

@@ -84,8 +84,14 @@ def run(args: argparse.Namespace) -> int:
         profile=args.profile,
         profile_timeout_s=args.profile_timeout,
     )
+    from kjudge.progress import StatusLine
+
     try:
-        result = evaluate(problem, submission, options)
+        # compiling → running → done with elapsed seconds on a terminal; quiet under --json.
+        with StatusLine(enabled=False if args.json else None) as line:
+            line.update("compiling")
+            result = evaluate(problem, submission, options, on_status=lambda s: line.update(str(s.value)))
+            line.update("done")
     except (UnknownLanguage, TargetUnavailable) as exc:
         return _usage(str(exc))
     except EvaluationError as exc:

@@ -32,10 +32,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.set_defaults(handler=run_revoke)
 
 
+def _prepare() -> int | None:
+    """Creates/upgrades the database as `kjudge serve` does; an exit status when it cannot."""
+    from db.prepare import DatabaseNotReady, prepare_database
+
+    try:
+        prepare_database()
+    except DatabaseNotReady as exc:
+        print(f"kjudge keys: {exc}", file=sys.stderr)
+        return 1
+    return None
+
+
 def run_create(args: argparse.Namespace) -> int:
     from api.auth import create_key
     from db.session import session_scope
 
+    if (failed := _prepare()) is not None:
+        return failed
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
     try:
         with session_scope() as session:
@@ -87,6 +101,8 @@ def run_revoke(args: argparse.Namespace) -> int:
     from api.auth import revoke_key
     from db.session import session_scope
 
+    if (failed := _prepare()) is not None:
+        return failed
     with session_scope() as session:
         ok = revoke_key(session, args.id)
     if not ok:

@@ -10,6 +10,7 @@ source, so an edited problem is a new row and old results keep pointing at the o
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -192,6 +193,51 @@ def _store(rows: Sequence[dict[str, Any]]) -> int:
         return insert_ignore(session, Problem, list(rows))
 
 
+def _stored_ids(ids: Sequence[str]) -> set[str]:
+    """The ids among `ids` already in the database: a re-run skips them (resume)."""
+    import sqlalchemy as sa
+
+    from db.models import Problem
+    from db.session import session_scope
+
+    found: set[str] = set()
+    with session_scope() as session:
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            found |= set(session.scalars(sa.select(Problem.id).where(Problem.id.in_(chunk))))
+    return found
+
+
+def _import_row(item: Any, info: Any, tags: Sequence[str]) -> dict[str, Any]:
+    from db.types import utcnow
+
+    return {
+        "id": info.id,
+        "name": item.name,
+        "source": item.source,
+        "level": item.level,
+        "tags": sorted(set(info.tags) | set(tags)),
+        "settings": info.settings,
+        "roofline": info.roofline,
+        "builtin": False,
+        "created_at": utcnow(),
+    }
+
+
+def _progress(total: int, quiet: bool) -> Any:
+    """A progress bar on stderr when it is a terminal; nothing under --json or in a pipe/log."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        unit="problem",
+        desc="validating",
+        file=sys.stderr,
+        disable=True if quiet else None,  # None: tqdm turns itself off without a TTY
+        dynamic_ncols=True,
+    )
+
+
 def run_import(args: argparse.Namespace) -> int:
     from problems.catalog import ValidationItem, validate_many
 
@@ -203,6 +249,16 @@ def run_import(args: argparse.Namespace) -> int:
     if not files:
         print(f"kjudge problems import: no .py problem modules under {root}", file=sys.stderr)
         return 2
+    # Before any long work: the database exists, is migrated and takes a write.
+    if not args.dry_run:
+        from db.prepare import DatabaseNotReady, prepare_database
+
+        try:
+            prepare_database()
+        except DatabaseNotReady as exc:
+            print(f"kjudge problems import: {exc}", file=sys.stderr)
+            print("set KJUDGE_DATABASE_URL or KJUDGE_HOME to a database this user can write", file=sys.stderr)
+            return 1
     items: list[ValidationItem] = []
     unreadable: list[tuple[Path, str]] = []
     for path, lvl in files:
@@ -210,50 +266,36 @@ def run_import(args: argparse.Namespace) -> int:
             items.append(ValidationItem(name=path.stem, source=path.read_text(encoding="utf-8"), level=lvl))
         except (OSError, UnicodeDecodeError) as exc:
             unreadable.append((path, str(exc)))
+    # Resume: a problem's id is the hash of its source, so one stored by an earlier (maybe
+    # interrupted) import is skipped without validating it again.
+    present: set[str] = set()
+    if not args.dry_run:
+        ids = [hashlib.sha256(i.source.encode("utf-8")).hexdigest() for i in items]
+        present = _stored_ids(ids)
+        items = [i for i, pid in zip(items, ids, strict=True) if pid not in present]
     print(
-        f"validating {len(items)} problems from {root} (sandboxed, meta tensors + small CPU runs)…",
+        f"validating {len(items)} problems from {root} (sandboxed, meta tensors + small CPU runs)"
+        + (f"; {len(present)} already stored, skipped" if present else ""),
         file=sys.stderr,
     )
     outcomes = []
-    for start in range(0, len(items), IMPORT_BATCH):
-        batch = items[start : start + IMPORT_BATCH]
-        outcomes += validate_many(batch, max_total_bytes=int(args.max_gib * (1 << 30)))
-        print(f"  {min(start + IMPORT_BATCH, len(items))}/{len(items)}", file=sys.stderr)
-
-    from db.types import utcnow
-
-    rows = []
-    for item, outcome in zip(items, outcomes, strict=True):
-        if outcome.info is None:
-            continue
-        info = outcome.info
-        rows.append(
-            {
-                "id": info.id,
-                "name": item.name,
-                "source": item.source,
-                "level": item.level,
-                "tags": sorted(set(info.tags) | set(args.tag)),
-                "settings": info.settings,
-                "roofline": info.roofline,
-                "builtin": False,
-                "created_at": utcnow(),
-            }
-        )
     inserted = 0
-    if rows and not args.dry_run:
-        from sqlalchemy import exc as sa_exc
+    with _progress(len(items), quiet=args.json) as bar:
+        for start in range(0, len(items), IMPORT_BATCH):
+            batch = items[start : start + IMPORT_BATCH]
+            done = validate_many(batch, max_total_bytes=int(args.max_gib * (1 << 30)))
+            outcomes += done
+            # Stored batch by batch, so that an interrupted import keeps what it validated.
+            rows = [
+                _import_row(i, o.info, args.tag)
+                for i, o in zip(batch, done, strict=True)
+                if o.info is not None
+            ]
+            if rows and not args.dry_run:
+                inserted += _store(rows)
+            bar.update(len(batch))
 
-        try:
-            inserted = _store(rows)
-        except sa_exc.OperationalError as exc:
-            print(
-                f"kjudge problems import: cannot write to the database: {str(exc).splitlines()[0]}",
-                file=sys.stderr,
-            )
-            print("run `kjudge db upgrade` first, or set KJUDGE_DATABASE_URL", file=sys.stderr)
-            return 1
-
+    accepted = sum(1 for o in outcomes if o.info is not None)
     refused = [(i, o) for i, o in zip(items, outcomes, strict=True) if o.info is None]
     if args.json:
         for item, outcome in zip(items, outcomes, strict=True):
@@ -264,11 +306,11 @@ def run_import(args: argparse.Namespace) -> int:
             print(f"refused {item.name} (level {item.level}): rule '{outcome.rule}': {outcome.message}")
         for path, why in unreadable:
             print(f"refused {path.name}: cannot read it as UTF-8 text: {why}")
-    verb = "would store" if args.dry_run else "stored"
-    print(
-        f"{len(rows)} accepted ({verb} {len(rows) if args.dry_run else inserted} new, "
-        f"{0 if args.dry_run else len(rows) - inserted} already present), "
-        f"{len(refused) + len(unreadable)} refused",
-        file=sys.stderr,
-    )
+    if args.dry_run:
+        summary = f"{accepted} accepted (would store {accepted})"
+    else:
+        # Problems skipped as already stored were accepted by the import that stored them.
+        total = accepted + len(present)
+        summary = f"{total} accepted (stored {inserted} new, {total - inserted} already present)"
+    print(f"{summary}, {len(refused) + len(unreadable)} refused", file=sys.stderr)
     return 0

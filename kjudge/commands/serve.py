@@ -62,15 +62,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     settings.home_dir.mkdir(parents=True, exist_ok=True)
-    if not args.no_migrate:
-        try:
-            _migrate()
-        except Exception as exc:
-            print(
-                f"kjudge serve: cannot prepare the database {_redacted(settings.effective_database_url)}: {exc}",
-                file=sys.stderr,
-            )
-            return 1
+    from db.prepare import DatabaseNotReady, prepare_database
+
+    try:
+        # Migrated (unless --no-migrate) and checked writable: the same preparation as every
+        # command that writes the database.
+        prepare_database(settings, migrate=not args.no_migrate)
+    except DatabaseNotReady as exc:
+        print(f"kjudge serve: {exc}", file=sys.stderr)
+        return 1
 
     worker: subprocess.Popen[bytes] | None = None
     if not args.no_worker:
@@ -97,12 +97,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _migrate() -> None:
-    from db.migrate import upgrade
-
-    upgrade()
-
-
 def _stop_worker(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
     """Warm shutdown (the current evaluation finishes), then a kill after grace_s."""
     if proc.poll() is not None:
@@ -116,12 +110,3 @@ def _stop_worker(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the launcher's session holds every worker process
         proc.wait()
-
-
-def _redacted(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url

@@ -155,7 +155,17 @@ def run_submit(args: argparse.Namespace) -> int:
             if not args.wait:
                 print(ref.model_dump_json() if args.json else f"{ref.id} {ref.status}")
                 return 0
-            sub = client.wait(ref.id, timeout=args.timeout)
+            from kjudge.progress import StatusLine
+
+            # A live `queued → compiling → running → done  N s` on a terminal; nothing under
+            # --json or without a TTY (StatusLine checks).
+            with StatusLine(enabled=False if args.json else None) as line:
+                line.update(ref.status)
+                sub = client.wait(
+                    ref.id,
+                    timeout=args.timeout,
+                    on_status=(lambda s: line.update(s.status)) if line.enabled else None,
+                )
     except KjudgeError as exc:
         return _fail(exc.message if exc.status == 0 else str(exc))
     except TimeoutError as exc:

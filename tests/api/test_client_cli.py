@@ -19,6 +19,7 @@ import sqlalchemy as sa
 import uvicorn
 
 from api.app import create_app
+from db.migrate import head_revision
 from db.models import ResultRow, Submission
 from kjudge import AsyncClient, Client, KjudgeError
 from tests.api.conftest import CPP_SOURCE, RELU_ID, make_settings, new_key, queued_ids
@@ -165,8 +166,6 @@ def test_cli_db_upgrade_and_keys_from_any_directory(tmp_path):
     r = _kjudge("db", "upgrade", env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     r = _kjudge("db", "current", env=env, cwd=tmp_path)
-    from db.migrate import head_revision
-
     assert f"current {head_revision()}" in r.stdout
     r = _kjudge(
         "keys",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +133,50 @@ def test_import_stores_versions_by_hash(
 def test_import_refuses_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["problems", "import", str(tmp_path / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def _kjudge(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
+    env["KJUDGE_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "kjudge", *args], env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_import_on_a_fresh_home_creates_the_database_and_resumes(tmp_path: Path) -> None:
+    """A newcomer's first command: no `kjudge db upgrade`, no server, an empty KJUDGE_HOME."""
+    home = tmp_path / "home"  # does not exist yet
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "relu.py").write_text(GOOD)
+    (folder / "fused.py").write_text(FUSED)
+
+    r = _kjudge("problems", "import", str(folder), home=home)
+    assert r.returncode == 0, r.stderr
+    assert "2 accepted (stored 2 new, 0 already present), 0 refused" in r.stderr
+    engine = sa.create_engine(f"sqlite:///{home / 'kjudge.db'}")
+    with engine.connect() as conn:
+        names = conn.execute(sa.text("SELECT name FROM problems WHERE builtin = 0 ORDER BY name")).scalars()
+        assert list(names) == ["fused", "relu"]
+    engine.dispose()
+
+    # Run again (as after an interrupted import): stored problems are skipped, not re-validated.
+    (folder / "bad.py").write_text(BAD)
+    r = _kjudge("problems", "import", str(folder), home=home)
+    assert r.returncode == 0, r.stderr
+    assert "validating 1 problems" in r.stderr and "2 already stored, skipped" in r.stderr
+    assert "2 accepted (stored 0 new, 2 already present), 1 refused" in r.stderr
+    assert "\r" not in r.stderr  # no progress bar without a terminal
+
+
+def test_import_checks_the_database_before_validating(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "kjudge.db").mkdir()  # a database path that cannot be opened as a file
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "relu.py").write_text(GOOD)
+    r = _kjudge("problems", "import", str(folder), home=home)
+    assert r.returncode == 1
+    assert "cannot create or upgrade the database" in r.stderr
+    assert "validating" not in r.stderr  # failed before the long work, not after it

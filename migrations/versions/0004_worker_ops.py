@@ -1,7 +1,7 @@
 """worker operations: the claim's holder process, and the workers registry's live state
 
-Revision ID: 0003_worker_ops
-Revises: 0002_submission_profile
+Revision ID: 0004_worker_ops
+Revises: 0003_dashboard_indexes
 Create Date: 2026-12-02
 
 - submissions.holder: which process holds the claim (pid namespace, pid, start time), so a
@@ -19,8 +19,8 @@ from alembic import op
 
 from db.types import JSONType, UTCDateTime
 
-revision = "0003_worker_ops"
-down_revision = "0002_submission_profile"
+revision = "0004_worker_ops"
+down_revision = "0003_dashboard_indexes"
 branch_labels = None
 depends_on = None
 
