@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "Broker and database come from KJUDGE_BROKER_URL / KJUDGE_DATABASE_URL."
         ),
     )
-    p.add_argument("--gpus", metavar="all|0,1,...", help="GPUs to start workers for")
+    p.add_argument("--gpus", metavar="all|0,1,...", help="GPUs to start run stages for")
     p.add_argument("--cpu", action="store_true", help="also start a CPU worker (queues eval.cpu*)")
     p.add_argument("--queues", metavar="Q1,Q2", help="consume exactly these queues (overrides routing)")
     p.add_argument(
@@ -29,6 +29,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--embedded",
         action="store_true",
         help="one worker for `kjudge serve`: GPU 0 or the CPU, serving every queue it can",
+    )
+    p.add_argument(
+        "--serial",
+        action="store_true",
+        help="one process per device that compiles and runs each job (no compile pool ahead of it)",
+    )
+    p.add_argument(
+        "--compile-pool",
+        type=int,
+        metavar="N",
+        help="compile processes shared by the host's devices (default: from free cores and memory)",
     )
     p.add_argument("--loglevel", default="INFO", help="Celery log level (default INFO)")
     p.set_defaults(handler=run)
@@ -44,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         embedded_spec,
         gpu_spec,
         parse_gpu_selection,
+        pipelined,
     )
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s kjudge-worker %(levelname)s %(message)s")
@@ -66,9 +78,14 @@ def run(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         print(f"kjudge worker: {exc}", file=sys.stderr)
         return 2
+    if not args.serial:
+        specs = pipelined(specs, pool_size=args.compile_pool)
     for spec in specs:
+        where = f", {spec.concurrency} processes" if spec.concurrency > 1 else ""
+        cores = f", cores {','.join(map(str, spec.cpus))}" if spec.cpus else ""
         print(
-            f"kjudge worker: {spec.name} ({spec.backend} {spec.arch}) on {','.join(spec.queues)}",
+            f"kjudge worker: {spec.name} [{spec.stage}{where}{cores}] ({spec.backend} {spec.arch}) "
+            f"on {','.join(spec.queues)}",
             file=sys.stderr,
         )
     parent = None
