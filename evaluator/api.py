@@ -404,6 +404,8 @@ def prebuild(
     if early:
         result = _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, target=target)
         return BuildOutcome(target=target, result=_finish(problem, result, durations, started))
+    if _builds_inline(language, submission.source, target):
+        return _prebuild_inline(submission, options, cache_dir, target, started)
     if language not in NATIVE_LANGUAGES:
         return BuildOutcome(target=target, durations_s={"compile": 0.0})
     from evaluator.build import build_native
@@ -426,6 +428,61 @@ def prebuild(
         cached=build.cached,
         log=build.log[-LOG_TAIL:],
         durations_s={k: round(v, 4) for k, v in durations.items()},
+    )
+
+
+def _prebuild_inline(
+    submission: Submission, options: EvalOptions, cache_dir: Path, target: Target, started: float
+) -> BuildOutcome:
+    """A KernelBench candidate's load_inline builds, ahead: its import in a sandbox without a
+    device (evaluator/build/ahead.py), the shim writing where the run's will read. Decides no
+    verdict: whatever went wrong, the run meets it again and reports it as it always did."""
+    from evaluator.build.ahead import AheadJob, AheadReport
+    from evaluator.build.pch import ensure_pch
+    from evaluator.build.toolchain import host_compiler
+
+    log = ensure_pch(_native_cache(cache_dir), host_compiler(), timeout_s=900)[1]
+    if options.scratch_root is not None:
+        options.scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="kjudge-ahead-", dir=options.scratch_root)).resolve()
+    try:
+        candidate = scratch / "kjudge_candidate.py"
+        candidate.write_text(submission.source)
+        job = AheadJob(
+            candidate_path=candidate,
+            target=target,
+            inline_cache=cache_dir / "inline",
+            pch_cache=_native_cache(cache_dir),
+            report_path=scratch / "ahead-report.json",
+        )
+        (scratch / "job.json").write_text(job.model_dump_json())
+        (cache_dir / "inline").mkdir(parents=True, exist_ok=True)
+        run = run_sandboxed(
+            [sys.executable, "-m", "evaluator.build.ahead", str(scratch / "job.json")],
+            scratch=scratch,
+            limits=Limits(wall_s=options.build_timeout_s, cpu_s=int(options.build_timeout_s * 8) + 60),
+            gpu=False,
+            env=child_env(scratch, cache_dir, target.backend),
+            readonly_paths=_readonly_for_any_run(cache_dir),
+            writable_paths=[cache_dir / "inline"],
+        )
+        try:
+            report = AheadReport.model_validate_json(job.report_path.read_text())
+        except (OSError, ValueError):
+            report = AheadReport(
+                other_error=describe(run, Limits()) or "the build-ahead child left no report"
+            )
+    finally:
+        if not options.keep_scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    built = report.builds > 0 and report.build_error is None
+    note = report.build_error or report.other_error or ""
+    return BuildOutcome(
+        target=target,
+        built=built,
+        log=(log + note)[-LOG_TAIL:],
+        durations_s={"compile": round(elapsed, 4)},
     )
 
 

@@ -8,7 +8,7 @@ from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
 from evaluator.result import Language, Verdict
 
-from .conftest import EXAMPLES
+from .conftest import CASES, EXAMPLES
 
 PROBLEM = Problem.from_file(EXAMPLES / "problem.py")
 
@@ -52,3 +52,32 @@ def test_languages_that_build_in_their_run_are_handed_on(cpu_options: EvalOption
 def test_a_precheck_failure_is_a_compile_error(cpu_options: EvalOptions) -> None:
     outcome = prebuild(PROBLEM, Submission(source="def broken(:\n", language=Language.TRITON), cpu_options)
     assert outcome.result is not None and outcome.result.verdict == Verdict.COMPILE_ERROR
+
+
+def test_kernelbench_builds_ahead_in_a_sandbox_and_the_run_only_loads(cpu_options: EvalOptions) -> None:
+    # A fresh C++ body (so a real build), through load_inline at import, as KernelBench writes it.
+    source = (
+        (CASES / "kb_load_inline_cpp.py")
+        .read_text()
+        .replace(
+            "    auto in = x.contiguous();", "    auto in = x.contiguous();  // prebuild test variant", 1
+        )
+    )
+    submission = Submission(source=source, language=Language.KERNELBENCH)
+    modules = cpu_options.resolved_cache_dir() / "inline" / "modules"
+    before = set(modules.glob("*")) if modules.exists() else set()
+    outcome = prebuild(PROBLEM, submission, cpu_options)
+    assert outcome.result is None and outcome.built, outcome.log
+    assert set(modules.glob("*")) - before  # the module is where the run's shim looks
+
+    result = evaluate(PROBLEM, submission, cpu_options)
+    assert result.verdict == Verdict.CORRECT, result.message
+    assert result.durations_s["load"] < outcome.durations_s["compile"] / 3
+
+
+def test_kernelbench_that_needs_a_device_at_import_is_left_to_its_run(cpu_options: EvalOptions) -> None:
+    source = (
+        "import torch\nx = torch.zeros(1, device='cuda')\n" + (CASES / "kb_load_inline_cpp.py").read_text()
+    )
+    outcome = prebuild(PROBLEM, Submission(source=source, language=Language.KERNELBENCH), cpu_options)
+    assert outcome.result is None and not outcome.built
