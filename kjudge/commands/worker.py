@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"kjudge worker: {exc}", file=sys.stderr)
         return 2
     if not args.serial:
-        specs = pipelined(specs, pool_size=args.compile_pool)
+        # `kjudge serve` starts the worker itself: its pool size comes through the environment.
+        pool = args.compile_pool or int(os.environ.get("KJUDGE_WORKER_COMPILE_POOL") or 0) or None
+        specs = pipelined(specs, pool_size=pool)
     for spec in specs:
         where = f", {spec.concurrency} processes" if spec.concurrency > 1 else ""
         cores = f", cores {','.join(map(str, spec.cpus))}" if spec.cpus else ""
