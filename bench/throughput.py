@@ -44,7 +44,14 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from bench.provenance import commit  # noqa: E402
-from bench.throughput_stream import CPU_OPS, GPU_PROBLEMS, Candidate, cpu_stream, gpu_stream  # noqa: E402
+from bench.throughput_stream import (  # noqa: E402
+    CPU_OPS,
+    GPU_PROBLEMS,
+    Candidate,
+    cpu_stream,
+    gpu_stream,
+    launch_bound,
+)
 
 DEFAULT_OUT = REPO / "bench" / "results" / "throughput.json"
 FINAL = ("done", "error")
@@ -271,6 +278,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     client = Client(url, run_id, target, args.in_flight)
     sources = problem_sources(args.target, args.problems)
     ids = {name: await client.problem(name, src) for name, src in sources.items()}
+    ids["relu-launch"] = await client.problem("relu-launch", shrink(problem_sources("cpu", 1)["relu"]))
     stream = (
         cpu_stream(list(sources), args.candidates)
         if args.target == "cpu"
@@ -283,6 +291,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     warm = [c for c in (cpu_stream(list(sources), 40, seed=99) if args.target == "cpu" else
                         gpu_stream(sources, 40, seed=99)) if c.kind == "correct"]  # fmt: skip
     firsts = {c.problem: c for c in reversed(warm)}
+    firsts["relu-launch"] = launch_bound(args.target, 0)
     warm_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "warm-up") for c in firsts.values()))
     await asyncio.gather(*(client.wait_one(s, args.warmup_timeout) for s in warm_ids))
     warmup_s = time.monotonic() - t
@@ -298,8 +307,17 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         print(f"empty queue: {c.language} {c.kind} -> {empty_rows[-1].get('verdict')} "
               f"in {latency(empty_rows[-1]) or float('nan'):.1f} s", file=sys.stderr)  # fmt: skip
 
-    # 3. Backlog: everything else at once.
+    # A launch-bound kernel timed with the compile pool idle (3 at once: they compile together,
+    # then run back to back with nothing compiling)...
+    idle = [launch_bound(args.target, k) for k in range(1, 4)]
+    idle_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "stability-idle") for c in idle))
+    idle_rows = list(await asyncio.gather(*(client.wait_one(s, 600) for s in idle_ids)))
+
+    # 3. Backlog: everything else at once; first the same launch-bound kernel again, so that it
+    # runs while the rest of the stream saturates the compile pool.
     started = time.time()
+    busy = [launch_bound(args.target, k) for k in range(4, 7)]
+    busy_ids = [await client.submit(ids[c.problem], c, "stability-saturated") for c in busy]
     sids = await asyncio.gather(*(client.submit(ids[c.problem], c, "backlog") for c in backlog))
     kinds.update(zip(sids, backlog, strict=True))
     submitted_s = time.time() - started
@@ -315,6 +333,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     window_end = time.time() if pending else max(_ts(listing[s]["finished_at"]) or started for s in sids)
     finished = [s for s in sids if listing.get(s, {}).get("status") in FINAL]
     rows = list(await asyncio.gather(*(client.result(s) for s in finished)))
+    busy_rows = list(await asyncio.gather(*(client.wait_one(s, 60) for s in busy_ids)))
     t0 = min(_ts(r["created_at"]) or started for r in rows) if rows else started
     window = max(window_end - t0, 1e-9)
     in_window = [r for r in rows if (_ts(r.get("finished_at")) or 0) <= window_end]
@@ -372,8 +391,27 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             ),  # fmt: skip
         },
         "verdicts": verdict_table([*empty_rows, *rows], kinds),
+        "timing_stability": stability(idle_rows, busy_rows),
         "notes": "latency = server finished_at - created_at; busy = union of [finished - gpu_stage, finished] "
         "over the backlog window (first created_at to last verdict, or the --duration cut-off)",
+    }
+
+
+def stability(idle: list[dict[str, Any]], saturated: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the launch-bound kernel with the compile pool idle and saturated (relu at its
+    KJUDGE_SMALL size, 4 x 64 fp32); max/min over all of them is the spread."""
+
+    def medians(rows: list[dict[str, Any]]) -> list[float]:
+        return [float(t["median_ms"]) for r in rows if (t := (r.get("result") or {}).get("timing"))]
+
+    a, b = medians(idle), medians(saturated)
+    both = a + b
+    return {
+        "kernel": "relu 4x64 fp32 (problems/kernels/relu, KJUDGE_SMALL sizes)",
+        "idle_median_ms": a,
+        "saturated_median_ms": b,
+        "max_over_min": round(max(both) / min(both), 3) if both and min(both) > 0 else None,
+        "saturated_over_idle": round(statistics.median(b) / statistics.median(a), 3) if a and b else None,
     }
 
 

@@ -208,3 +208,13 @@ def cpu_stream(problems: list[str], count: int, seed: int = 0) -> list[Candidate
         out.append(Candidate(name, "cpp", kind, make[kind](ref, i)))
     rng.shuffle(out)
     return out
+
+
+def launch_bound(target: str, n: int) -> Candidate:
+    """ReLU on the problem's KJUDGE_SMALL sizes: a kernel whose time is mostly its launch, the
+    most sensitive to a busy host. A new variant each (a reused result would not be measured)."""
+    if target == "cpu":
+        source = CPU_TEMPLATE.replace("EXPR", CPU_OPS["relu"])
+        return Candidate("relu-launch", "cpp", "correct", native_variant(source, 10_000 + n))
+    source = (KERNELS / "relu" / "cuda.cu").read_text()
+    return Candidate("relu-launch", "cuda", "correct", native_variant(source, 10_000 + n))
