@@ -35,7 +35,7 @@ class WorkerSettings(BaseSettings):
     handoff_poll_s: float = 0.5  # how often a built job's compile slot looks whether it was taken
     # A built job whose run message never arrives (the broker lost it) stops being kept alive
     # after this; its lease then expires and the reconciler sends it round again.
-    handoff_timeout_s: float = 3600.0
+    handoff_timeout_s: float = 1200.0  # below the soft time limit, less a build
 
     # Celery limits. The soft limit raises inside the task (kjudge's own hang: retried); the hard
     # limit kills the pool process (the message is rejected and the reconciler takes over).
