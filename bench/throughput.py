@@ -279,19 +279,22 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     sources = problem_sources(args.target, args.problems)
     ids = {name: await client.problem(name, src) for name, src in sources.items()}
     ids["relu-launch"] = await client.problem("relu-launch", shrink(problem_sources("cpu", 1)["relu"]))
-    stream = (
-        cpu_stream(list(sources), args.candidates)
-        if args.target == "cpu"
-        else gpu_stream(sources, args.candidates)
-    )
+    # Variant numbers from the seed: a re-run on a warm home (--home) still sends only new kernels.
+    base = args.seed * 100_000
+
+    def make(count: int, offset: int) -> list[Candidate]:
+        if args.target == "cpu":
+            return cpu_stream(list(sources), count, seed=args.seed, base=base + offset)
+        return gpu_stream(sources, count, seed=args.seed, base=base + offset)
+
+    stream = make(args.candidates, 0)
     kinds: dict[str, Candidate] = {}
 
     # 1. Warm-up: one correct candidate per problem, its variant number outside the stream's.
     t = time.monotonic()
-    warm = [c for c in (cpu_stream(list(sources), 40, seed=99) if args.target == "cpu" else
-                        gpu_stream(sources, 40, seed=99)) if c.kind == "correct"]  # fmt: skip
+    warm = [c for c in make(40, 50_000) if c.kind == "correct"]
     firsts = {c.problem: c for c in reversed(warm)}
-    firsts["relu-launch"] = launch_bound(args.target, 0)
+    firsts["relu-launch"] = launch_bound(args.target, base + 90_000)
     warm_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "warm-up") for c in firsts.values()))
     await asyncio.gather(*(client.wait_one(s, args.warmup_timeout) for s in warm_ids))
     warmup_s = time.monotonic() - t
@@ -309,14 +312,14 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
     # A launch-bound kernel timed with the compile pool idle (3 at once: they compile together,
     # then run back to back with nothing compiling)...
-    idle = [launch_bound(args.target, k) for k in range(1, 4)]
+    idle = [launch_bound(args.target, base + 90_000 + k) for k in range(1, 4)]
     idle_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "stability-idle") for c in idle))
     idle_rows = list(await asyncio.gather(*(client.wait_one(s, 600) for s in idle_ids)))
 
     # 3. Backlog: everything else at once; first the same launch-bound kernel again, so that it
     # runs while the rest of the stream saturates the compile pool.
     started = time.time()
-    busy = [launch_bound(args.target, k) for k in range(4, 7)]
+    busy = [launch_bound(args.target, base + 90_000 + k) for k in range(4, 7)]
     busy_ids = [await client.submit(ids[c.problem], c, "stability-saturated") for c in busy]
     sids = await asyncio.gather(*(client.submit(ids[c.problem], c, "backlog") for c in backlog))
     kinds.update(zip(sids, backlog, strict=True))
@@ -359,6 +362,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             "gpu_busy_fraction": busy_fraction(in_window, t0, window_end),
         },
         "target": args.target,
+        "seed": args.seed,
         "host": {"cores": len(os.sched_getaffinity(0)), "compile_pool": compile_pool_size(args)},
         "stream": {
             "problems": list(sources),
@@ -433,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup-timeout", type=float, default=300)
     p.add_argument("--in-flight", type=int, default=64, help="concurrent HTTP requests")
     p.add_argument("--compile-pool", type=int, default=None, help="override the pool size")
+    p.add_argument(
+        "--seed", type=int, default=int(time.time()) % 10_000, help="which new kernels (default: new)"
+    )
     p.add_argument("--url", help="an already running kjudge serve (else one is started)")
     p.add_argument("--home", type=Path, help="KJUDGE_HOME for the started server (default: fresh)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)

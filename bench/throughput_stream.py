@@ -128,8 +128,9 @@ def _parameter_free(problem_source: str) -> bool:
     return not ns["Model"](*ns["get_init_inputs"]()).state_dict()
 
 
-def gpu_stream(problem_sources: dict[str, str], count: int, seed: int = 0) -> list[Candidate]:
-    """`count` candidates over the problems, every language each problem has, shuffled."""
+def gpu_stream(problem_sources: dict[str, str], count: int, seed: int = 0, base: int = 0) -> list[Candidate]:
+    """`count` candidates over the problems, every language each problem has, shuffled; variant
+    numbers base, base+1, ... (a stream with another base shares no source with this one)."""
     slots: list[tuple[str, str]] = []
     for name in problem_sources:
         folder = KERNELS / name
@@ -142,7 +143,7 @@ def gpu_stream(problem_sources: dict[str, str], count: int, seed: int = 0) -> li
     out = []
     for i in range(count):
         name, lang = slots[i % len(slots)]
-        out.append(_gpu_candidate(name, lang, kind_of(i), i))
+        out.append(_gpu_candidate(name, lang, kind_of(i), base + i))
     rng.shuffle(out)
     return out
 
@@ -193,7 +194,7 @@ torch::Tensor forward(torch::Tensor x) {
 """
 
 
-def cpu_stream(problems: list[str], count: int, seed: int = 0) -> list[Candidate]:
+def cpu_stream(problems: list[str], count: int, seed: int = 0, base: int = 0) -> list[Candidate]:
     rng = random.Random(seed)
     out = []
     for i in range(count):
@@ -205,7 +206,7 @@ def cpu_stream(problems: list[str], count: int, seed: int = 0) -> list[Candidate
             "incorrect": native_incorrect,
             "compile_error": native_compile_error,
         }
-        out.append(Candidate(name, "cpp", kind, make[kind](ref, i)))
+        out.append(Candidate(name, "cpp", kind, make[kind](ref, base + i)))
     rng.shuffle(out)
     return out
 
@@ -215,6 +216,6 @@ def launch_bound(target: str, n: int) -> Candidate:
     most sensitive to a busy host. A new variant each (a reused result would not be measured)."""
     if target == "cpu":
         source = CPU_TEMPLATE.replace("EXPR", CPU_OPS["relu"])
-        return Candidate("relu-launch", "cpp", "correct", native_variant(source, 10_000 + n))
+        return Candidate("relu-launch", "cpp", "correct", native_variant(source, n))
     source = (KERNELS / "relu" / "cuda.cu").read_text()
-    return Candidate("relu-launch", "cuda", "correct", native_variant(source, 10_000 + n))
+    return Candidate("relu-launch", "cuda", "correct", native_variant(source, n))
