@@ -299,6 +299,9 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     await asyncio.gather(*(client.wait_one(s, args.warmup_timeout) for s in warm_ids))
     warmup_s = time.monotonic() - t
     print(f"warm-up: {len(warm_ids)} problems in {warmup_s:.0f} s", file=sys.stderr)
+    if args.warmup_only:
+        await client.http.aclose()
+        return {"warmup_s": round(warmup_s, 1)}
 
     # 2. Empty queue: one new kernel at a time.
     probes, backlog = stream[: args.probes], stream[args.probes :]
@@ -443,6 +446,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", help="an already running kjudge serve (else one is started)")
     p.add_argument("--home", type=Path, help="KJUDGE_HOME for the started server (default: fresh)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument(
+        "--warmup-only",
+        action="store_true",
+        help="prepare --home (worker preparation, baselines per problem) and stop: a later run on it "
+        "measures steady state within one device call",
+    )
     args = p.parse_args(argv)
 
     server = None
@@ -458,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
         if args.home is None:
             shutil.rmtree(home, ignore_errors=True)
+    if args.warmup_only:
+        print(json.dumps(report))
+        return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["headline"]))
