@@ -37,6 +37,9 @@ SLOW_FIRST_CALL = RELU.replace(
     "torch::Tensor forward(torch::Tensor x) {\n"
     "    if (!kjudge_slept) { kjudge_slept = true; std::this_thread::sleep_for(std::chrono::seconds(30)); }",
 )
+# The kill tests count attempts exactly: a lease long enough that a renewal delayed on a loaded
+# 2-core host never passes for a dead worker (recovery then takes this long after a kill).
+STEADY_LEASE = {"KJUDGE_RUNNING_LEASE_S": "12"}
 TIMEOUT_S = 420  # the first compile of a session builds the precompiled header (~45 s on 2 cores)
 
 
@@ -178,7 +181,7 @@ def test_verdicts_without_timing_or_without_a_run(
 def test_a_killed_compile_process_ends_in_exactly_one_verdict(
     rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    worker = start_worker()
+    worker = start_worker(**STEADY_LEASE)
     warm_up(rows, problem_id, worker)
 
     sid = submit(rows, problem_id, distinct(RELU, "killed compile"))
@@ -203,7 +206,7 @@ def test_a_killed_compile_process_ends_in_exactly_one_verdict(
 def test_a_killed_run_child_ends_in_exactly_one_verdict(
     rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    worker = start_worker()
+    worker = start_worker(**STEADY_LEASE)
     warm_up(rows, problem_id, worker)
     sid = submit(rows, problem_id, distinct(SLOW_FIRST_CALL, "killed run child"))
     main, _ = stage_processes(worker, "cpu")
@@ -240,7 +243,7 @@ def _phase(pid: int) -> str:
 def test_a_killed_run_stage_ends_in_exactly_one_verdict(
     rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    worker = start_worker()
+    worker = start_worker(**STEADY_LEASE)
     warm_up(rows, problem_id, worker)
     sid = submit(rows, problem_id, distinct(SLOW_FIRST_CALL, "killed run stage"))
     main, pool = stage_processes(worker, "cpu")
