@@ -292,9 +292,11 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
     # 1. Warm-up: one correct candidate per problem, its variant number outside the stream's.
     t = time.monotonic()
-    warm = [c for c in make(40, 50_000) if c.kind == "correct"]
-    firsts = {c.problem: c for c in reversed(warm)}
-    firsts["relu-launch"] = launch_bound(args.target, base + 90_000)
+    if args.no_warmup:
+        firsts: dict[str, Candidate] = {}
+    else:
+        firsts = {c.problem: c for c in reversed(make(40, 50_000)) if c.kind == "correct"}
+        firsts["relu-launch"] = launch_bound(args.target, base + 90_000)
     warm_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "warm-up") for c in firsts.values()))
     await asyncio.gather(*(client.wait_one(s, args.warmup_timeout) for s in warm_ids))
     warmup_s = time.monotonic() - t
@@ -315,14 +317,14 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
     # A launch-bound kernel timed with the compile pool idle (3 at once: they compile together,
     # then run back to back with nothing compiling)...
-    idle = [launch_bound(args.target, base + 90_000 + k) for k in range(1, 4)]
+    idle = [launch_bound(args.target, base + 90_000 + k) for k in range(1, 1 + args.stability)]
     idle_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "stability-idle") for c in idle))
     idle_rows = list(await asyncio.gather(*(client.wait_one(s, 600) for s in idle_ids)))
 
     # 3. Backlog: everything else at once; first the same launch-bound kernel again, so that it
     # runs while the rest of the stream saturates the compile pool.
     started = time.time()
-    busy = [launch_bound(args.target, base + 90_000 + k) for k in range(4, 7)]
+    busy = [launch_bound(args.target, base + 91_000 + k) for k in range(args.stability)]
     busy_ids = [await client.submit(ids[c.problem], c, "stability-saturated") for c in busy]
     sids = await asyncio.gather(*(client.submit(ids[c.problem], c, "backlog") for c in backlog))
     kinds.update(zip(sids, backlog, strict=True))
@@ -333,9 +335,11 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     while pending and time.time() < deadline:
         await asyncio.sleep(2.0)
         listing = await client.statuses()
+        before = len(pending)
         pending = {s for s in sids if listing.get(s, {}).get("status") not in FINAL}
-        print(f"backlog: {len(sids) - len(pending)}/{len(sids)} done after {time.time() - started:.0f} s",
-              file=sys.stderr)  # fmt: skip
+        if len(pending) != before:
+            print(f"backlog: {len(sids) - len(pending)}/{len(sids)} done after {time.time() - started:.0f} s",
+                  file=sys.stderr)  # fmt: skip
     window_end = time.time() if pending else max(_ts(listing[s]["finished_at"]) or started for s in sids)
     finished = [s for s in sids if listing.get(s, {}).get("status") in FINAL]
     rows = list(await asyncio.gather(*(client.result(s) for s in finished)))
@@ -438,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", type=int, default=4, help="new kernels timed one at a time, empty queue")
     p.add_argument("--duration", type=float, default=240, help="backlog window cap, seconds")
     p.add_argument("--warmup-timeout", type=float, default=300)
+    p.add_argument("--no-warmup", action="store_true", help="the --home is warm already (baselines measured)")
+    p.add_argument("--stability", type=int, default=3, help="launch-bound probes, pool idle and saturated")
     p.add_argument("--in-flight", type=int, default=64, help="concurrent HTTP requests")
     p.add_argument("--compile-pool", type=int, default=None, help="override the pool size")
     p.add_argument(
