@@ -106,6 +106,14 @@ class Server:
         self._log.close()
 
 
+def reset_queue(home: Path) -> None:
+    """A reused home keeps its caches (precompiled header, probes, baselines, builds) but not the
+    last run's database and broker: its unfinished backlog would be served before this run's."""
+    shutil.rmtree(home / "broker", ignore_errors=True)
+    for path in home.glob("kjudge.db*"):
+        path.unlink()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -464,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home or Path(tempfile.mkdtemp(prefix="kjudge-throughput-"))
     try:
         if args.url is None:
+            reset_queue(home)
             server = Server(home, free_port(), args.compile_pool, home.parent / f"{home.name}-serve.log")
             server.wait_healthy()
             print(f"kjudge serve at {server.url}, home {home}, log {server.log_path}", file=sys.stderr)
