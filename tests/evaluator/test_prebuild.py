@@ -3,6 +3,8 @@ decides compile errors on its own, and leaves languages that build inside their 
 
 from __future__ import annotations
 
+import pytest
+
 from evaluator.api import evaluate, prebuild
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
@@ -11,6 +13,8 @@ from evaluator.result import Language, Verdict
 from .conftest import CASES, EXAMPLES
 
 PROBLEM = Problem.from_file(EXAMPLES / "problem.py")
+# Whichever test runs first in a session builds the precompiled header: minutes on a loaded host.
+pytestmark = pytest.mark.timeout(900)
 
 
 def _cpp(name: str, marker: str = "") -> Submission:
