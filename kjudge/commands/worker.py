@@ -11,12 +11,15 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "worker",
-        help="run evaluation workers: one process per GPU, pinned, concurrency 1",
+        help="run evaluation workers: a shared compile pool ahead of one pinned run stage per GPU",
         description=(
-            "Starts one Celery worker per selected GPU, each pinned with CUDA_VISIBLE_DEVICES or "
-            "HIP_VISIBLE_DEVICES and consuming the queues of its architecture (worker/routing.py). "
-            "With neither --gpus nor --cpu: every GPU, or a CPU worker on a machine without one. "
-            "Broker and database come from KJUDGE_BROKER_URL / KJUDGE_DATABASE_URL."
+            "Starts one run stage per selected GPU (a Celery worker pinned with CUDA_VISIBLE_DEVICES "
+            "or HIP_VISIBLE_DEVICES and to cores of its own, concurrency 1) and one compile pool for "
+            "the host that consumes the queues of their architectures (worker/routing.py), builds "
+            "ahead and hands built jobs to them (worker/pipeline.py); --serial runs one process per "
+            "device that compiles and runs. With neither --gpus nor --cpu: every GPU, or the CPU on "
+            "a machine without one. Broker and database come from KJUDGE_BROKER_URL / "
+            "KJUDGE_DATABASE_URL."
         ),
     )
     p.add_argument("--gpus", metavar="all|0,1,...", help="GPUs to start run stages for")
