@@ -228,6 +228,17 @@ def busy_fraction(rows: list[dict[str, Any]], start: float, end: float) -> float
     return round(busy / (end - start), 3)
 
 
+def serial_per_hour(rows: list[dict[str, Any]]) -> float | None:
+    """What one serial worker would sustain on the same candidates: each pays its compile and its
+    run stage back to back (3600 / mean of compile + gpu_stage; a compile error has no run)."""
+    costs = []
+    for r in rows:
+        d = (r.get("result") or {}).get("durations_s") or {}
+        if "compile" in d or "gpu_stage" in d:
+            costs.append(float(d.get("compile", 0.0)) + float(d.get("gpu_stage", 0.0)))
+    return round(3600 / statistics.mean(costs), 1) if costs and statistics.mean(costs) > 0 else None
+
+
 def stage_medians(rows: list[dict[str, Any]]) -> dict[str, float]:
     keys = ("queued", "compile", "gpu_wait", "gpu_stage", "run", "load", "correctness", "timing", "total")
     out = {}
@@ -401,6 +412,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             "p50_s": pct(backlog_lat, 0.5),
             "p95_s": pct(backlog_lat, 0.95),
             "stages_median_s": stage_medians(in_window),
+            "serial_extrapolated_per_hour": serial_per_hour(in_window),
             "gpu_stage_sum_s": round(
                 sum(
                     ((r.get("result") or {}).get("durations_s") or {}).get("gpu_stage", 0.0)
