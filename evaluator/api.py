@@ -22,6 +22,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
 
 from evaluator import baselines
 from evaluator.ceilings import probe_ceilings, published_ceilings
@@ -45,6 +48,9 @@ from evaluator.sandbox import (
 from evaluator.spares import SCRATCH_PLACEHOLDER, Spare, SpareConfig, SparePool, SpareStats
 from evaluator.targets import cpu as cpu_target_module
 from evaluator.targets.detect import forget_probe, probe_target, torch_device
+
+if TYPE_CHECKING:
+    from evaluator.build.models import BuildOutput
 
 # Environment variables a child may inherit from the parent (never the whole environment: it may
 # hold database URLs and keys). Device visibility, toolchain locations, library paths.
@@ -233,20 +239,7 @@ def _evaluate(
         durations["compile"] = time.monotonic() - t
         compile_log = build.log[-LOG_TAIL:]
         if not build.ok:
-            refused = getattr(build, "refused", None)
-            verdict = Verdict.REJECTED if refused else Verdict.COMPILE_ERROR
-            return _finish(
-                problem,
-                Result(
-                    problem_id=problem.id,
-                    verdict=verdict,
-                    message=refused or build.message or _first_error(build.log),
-                    logs=Logs(compile=compile_log),
-                    **base,  # type: ignore[arg-type]
-                ),
-                durations,
-                started,
-            )
+            return _finish(problem, _build_failed(problem, build, base), durations, started)
 
     cache = baselines.BaselineCache(cache_dir)
     cached = cache.load(problem.id, target.device, torch_version) if options.baselines else None
@@ -400,6 +393,139 @@ def _evaluate(
         )
         durations["profile"] = time.monotonic() - t
     return _finish(problem, result, durations, started)
+
+
+def _build_failed(problem: Problem, build: BuildOutput, base: dict[str, object]) -> Result:
+    """The verdict of a native build that failed: the author's compile error, or `rejected`
+    when no sandbox could be made to compile in."""
+    refused = getattr(build, "refused", None)
+    return Result(
+        problem_id=problem.id,
+        verdict=Verdict.REJECTED if refused else Verdict.COMPILE_ERROR,
+        message=refused or build.message or _first_error(build.log),
+        logs=Logs(compile=build.log[-LOG_TAIL:]),
+        **base,  # type: ignore[arg-type]
+    )
+
+
+class BuildOutcome(BaseModel):
+    """What `prebuild` decided without a device. `result` set: the evaluation is over (a compile
+    error, a source rejected before any build) and needs no run. Otherwise the run that follows
+    on `target` finds the build in the cache (`built`), or builds nothing ahead (a language
+    that compiles inside its run: triton, kernelbench)."""
+
+    target: Target
+    result: Result | None = None
+    built: bool = False
+    cached: bool = False
+    log: str = ""
+    durations_s: dict[str, float] = Field(default_factory=dict)
+
+
+def prebuild(
+    problem: Problem,
+    submission: Submission,
+    options: EvalOptions | None = None,
+    target: Target | None = None,
+) -> BuildOutcome:
+    """Build ahead of the run, on the host only: what `evaluate` would build, into the same
+    content-addressed cache, so that an `evaluate` of the same submission on `target` skips the
+    compile. Never touches a device (given `target`; else the cached probe of options.device).
+    Raises, like `evaluate`, only for kjudge's own failures."""
+    options = options or EvalOptions()
+    started = time.monotonic()
+    durations: dict[str, float] = {}
+    cache_dir = options.resolved_cache_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    if target is None:
+        with tempfile.TemporaryDirectory(prefix="kjudge-prebuild-", dir=options.scratch_root) as tmp:
+            target = probe_target(options.device, child_env(Path(tmp), cache_dir, None), cache_dir)
+    base = {"target": target, "metadata": dict(submission.metadata)}
+    language = submission.language or infer_language(submission.source, submission.filename)
+    early = precheck(submission.source, language)
+    if early:
+        result = _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, target=target)
+        return BuildOutcome(target=target, result=_finish(problem, result, durations, started))
+    if _builds_inline(language, submission.source, target):
+        return _prebuild_inline(submission, options, cache_dir, target, started)
+    if language not in NATIVE_LANGUAGES:
+        return BuildOutcome(target=target, durations_s={"compile": 0.0})
+    from evaluator.build import build_native
+
+    build = build_native(
+        submission.source,
+        language,
+        submission.entry,
+        target,
+        _native_cache(cache_dir),
+        timeout_s=options.build_timeout_s,
+    )
+    durations["compile"] = time.monotonic() - started
+    if not build.ok:
+        result = _finish(problem, _build_failed(problem, build, base), durations, started)
+        return BuildOutcome(target=target, result=result, log=build.log[-LOG_TAIL:])
+    return BuildOutcome(
+        target=target,
+        built=True,
+        cached=build.cached,
+        log=build.log[-LOG_TAIL:],
+        durations_s={k: round(v, 4) for k, v in durations.items()},
+    )
+
+
+def _prebuild_inline(
+    submission: Submission, options: EvalOptions, cache_dir: Path, target: Target, started: float
+) -> BuildOutcome:
+    """A KernelBench candidate's load_inline builds, ahead: its import in a sandbox without a
+    device (evaluator/build/ahead.py), the shim writing where the run's will read. Decides no
+    verdict: whatever went wrong, the run meets it again and reports it as it always did."""
+    from evaluator.build.ahead import AheadJob, AheadReport
+    from evaluator.build.pch import ensure_pch
+    from evaluator.build.toolchain import host_compiler
+
+    log = ensure_pch(_native_cache(cache_dir), host_compiler(), timeout_s=900)[1]
+    if options.scratch_root is not None:
+        options.scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="kjudge-ahead-", dir=options.scratch_root)).resolve()
+    try:
+        candidate = scratch / "kjudge_candidate.py"
+        candidate.write_text(submission.source)
+        job = AheadJob(
+            candidate_path=candidate,
+            target=target,
+            inline_cache=cache_dir / "inline",
+            pch_cache=_native_cache(cache_dir),
+            report_path=scratch / "ahead-report.json",
+        )
+        (scratch / "job.json").write_text(job.model_dump_json())
+        (cache_dir / "inline").mkdir(parents=True, exist_ok=True)
+        run = run_sandboxed(
+            [sys.executable, "-m", "evaluator.build.ahead", str(scratch / "job.json")],
+            scratch=scratch,
+            limits=Limits(wall_s=options.build_timeout_s, cpu_s=int(options.build_timeout_s * 8) + 60),
+            gpu=False,
+            env=child_env(scratch, cache_dir, target.backend),
+            readonly_paths=_readonly_for_any_run(cache_dir),
+            writable_paths=[cache_dir / "inline"],
+        )
+        try:
+            report = AheadReport.model_validate_json(job.report_path.read_text())
+        except (OSError, ValueError):
+            report = AheadReport(
+                other_error=describe(run, Limits()) or "the build-ahead child left no report"
+            )
+    finally:
+        if not options.keep_scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    built = report.builds > 0 and report.build_error is None
+    note = report.build_error or report.other_error or ""
+    return BuildOutcome(
+        target=target,
+        built=built,
+        log=(log + note)[-LOG_TAIL:],
+        durations_s={"compile": round(elapsed, 4)},
+    )
 
 
 def _spare_config(target: Target, cache_dir: Path, scratch_root: Path | None, limits: Limits) -> SpareConfig:

@@ -17,6 +17,8 @@ from api.settings import Settings, get_settings
 from worker.config import WorkerSettings, get_worker_settings
 
 TASK_NAME = "kjudge.evaluate"
+# The run stage of a pipelined host (worker/pipeline.py): sent by its compile pool only.
+RUN_TASK_NAME = "kjudge.run"
 
 
 def celery_config(settings: Settings, wsettings: WorkerSettings) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +35,15 @@ class WorkerSettings(BaseSettings):
     take_any: bool = Field(default=False, description="also consume eval.any (GPU workers always do)")
     queues: str | None = Field(default=None, description="comma-separated queues overriding routing")
 
+    # The pipeline (worker/pipeline.py): `compile` builds ahead on the host-wide pool and hands
+    # jobs to the run stages; `run` takes them over on one device; `all` does both in one task.
+    stage: Literal["all", "compile", "run"] = "all"
+    stage_targets: str | None = Field(default=None, description="compile stage: JSON list of StageTarget")
+    handoff_poll_s: float = 0.5  # how often a built job's compile slot looks whether it was taken
+    # A built job whose run message never arrives (the broker lost it) stops being kept alive
+    # after this; its lease then expires and the reconciler sends it round again.
+    handoff_timeout_s: float = 1200.0  # below the soft time limit, less a build
+
     # Celery limits. The soft limit raises inside the task (kjudge's own hang: retried); the hard
     # limit kills the pool process (the message is rejected and the reconciler takes over).
     soft_time_limit_s: int = 1800
@@ -49,7 +59,9 @@ class WorkerSettings(BaseSettings):
 
     @property
     def worker_id(self) -> str:
-        """hostname:gpu (or hostname:cpu); the key of the `workers` table."""
+        """host:gpu (or host:cpu, host:compile for the pool); the `workers` table's key."""
+        if self.stage == "compile":
+            return f"{self.host}:compile"
         return f"{self.host}:{self.gpu if self.gpu is not None else 'cpu'}"
 
     @property

@@ -20,11 +20,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from evaluator.targets import rocm as rocm_target
-from worker import routing
+from worker import pipeline, routing
 from worker.config import DRAINED_EXIT
 from worker.devices import Gpu, host_isa
 
@@ -41,6 +42,11 @@ class WorkerSpec(BaseModel):
     gpu: Gpu | None = None
     queues: list[str]
     env: dict[str, str] = Field(default_factory=dict)
+    # The pipeline (worker/pipeline.py): which stage, how many processes, where it runs.
+    stage: Literal["all", "compile", "run"] = "all"
+    concurrency: int = 1
+    cpus: list[int] = Field(default_factory=list)  # empty: wherever the launcher may run
+    nice: int = 0
 
     def child_env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
@@ -49,6 +55,7 @@ class WorkerSpec(BaseModel):
         env["KJUDGE_WORKER_ARCH"] = self.arch
         env["KJUDGE_WORKER_DEVICE_NAME"] = self.device_name
         env["KJUDGE_WORKER_QUEUES"] = ",".join(self.queues)
+        env["KJUDGE_WORKER_STAGE"] = self.stage
         if self.gpu is not None:
             env["KJUDGE_WORKER_GPU"] = self.gpu.visible_id
             if self.backend == "rocm":
@@ -117,6 +124,69 @@ def embedded_spec(gpus: Sequence[Gpu]) -> WorkerSpec:
     return cpu_spec(take_any=True)
 
 
+def pipelined(specs: Sequence[WorkerSpec], pool_size: int | None = None) -> list[WorkerSpec]:
+    """One host as a pipeline: the device workers become run stages (one per GPU, each on cores
+    of its own, consuming only this host's run queue of its target) and one compile pool, sized
+    from the cores and memory left, consumes every eval queue they served."""
+    host = socket.gethostname()
+    plan = pipeline.plan_cpus(
+        pipeline.available_cpus(), len(specs), pipeline.available_memory(), pool_override=pool_size
+    )
+    targets: dict[str, pipeline.StageTarget] = {}
+    runs: list[WorkerSpec] = []
+    for spec, cores in zip(specs, plan.run_cpus, strict=True):
+        own = _stage_targets(spec, host)
+        for target in own:
+            known = targets.setdefault(target.run_queue, target)
+            known.queues = _unique([*known.queues, *target.queues])
+        runs.append(
+            spec.model_copy(update={"stage": "run", "queues": [t.run_queue for t in own], "cpus": cores})
+        )
+    ordered = sorted(targets.values(), key=lambda t: t.backend == "cpu")  # 'any' goes to a GPU
+    compile_spec = WorkerSpec(
+        name="compile",
+        backend="cpu",
+        arch=host_isa(),
+        device_name="compile pool",
+        queues=_unique([q for t in ordered for q in t.queues]),
+        env={"KJUDGE_WORKER_STAGE_TARGETS": pipeline.dump_targets(ordered)},
+        stage="compile",
+        concurrency=plan.compile_pool,
+        cpus=plan.compile_cpus,
+        nice=pipeline.COMPILE_NICE,
+    )
+    return [compile_spec, *runs]
+
+
+def _stage_targets(spec: WorkerSpec, host: str) -> list[pipeline.StageTarget]:
+    """What a device worker served, split by device kind: a GPU worker that also takes CPU
+    queues (`kjudge serve`'s) runs CPU targets too, from a run queue of their own."""
+    cpu_queues = [q for q in spec.queues if q.startswith("eval.cpu")]
+    out: list[pipeline.StageTarget] = []
+    if spec.backend != "cpu":
+        visibility = {k: v for k, v in spec.child_env({}).items() if k.endswith("_VISIBLE_DEVICES")}
+        out.append(
+            pipeline.StageTarget(
+                backend=spec.backend,
+                arch=spec.arch,
+                queues=[q for q in spec.queues if q not in cpu_queues],
+                run_queue=pipeline.run_queue(host, spec.backend, spec.arch),
+                visibility=visibility,
+            )
+        )
+        if not cpu_queues:
+            return out
+        arch, queues = host_isa(), cpu_queues
+    else:
+        arch, queues = spec.arch, list(spec.queues)
+    out.append(
+        pipeline.StageTarget(
+            backend="cpu", arch=arch, queues=queues, run_queue=pipeline.run_queue(host, "cpu", arch)
+        )
+    )
+    return out
+
+
 def celery_argv(spec: WorkerSpec, loglevel: str = "INFO", pool: str = "prefork") -> list[str]:
     return [
         sys.executable,
@@ -128,7 +198,7 @@ def celery_argv(spec: WorkerSpec, loglevel: str = "INFO", pool: str = "prefork")
         "--queues",
         ",".join(spec.queues),
         "--concurrency",
-        "1",
+        str(spec.concurrency),
         "--prefetch-multiplier",
         "1",
         "--pool",
@@ -168,7 +238,14 @@ class Supervisor:
     def _start(self, spec: WorkerSpec) -> None:
         argv = celery_argv(spec, self.loglevel)
         log.info("starting worker %s on queues %s", spec.name, ",".join(spec.queues))
-        self.procs[spec.name] = subprocess.Popen(argv, env=spec.child_env(dict(os.environ)))
+        self.procs[spec.name] = subprocess.Popen(
+            argv,
+            env=spec.child_env(dict(os.environ)),
+            # Before exec, so the Celery process and all it starts inherit cores and priority.
+            preexec_fn=(lambda: pipeline.apply_placement(spec.cpus, spec.nice))
+            if spec.cpus or spec.nice
+            else None,
+        )
 
     def _parent_alive(self) -> bool:
         return self._parent is None or os.getppid() == self._parent

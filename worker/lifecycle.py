@@ -134,7 +134,9 @@ def _on_process_init(**_: Any) -> None:
     # Pooled connections opened before fork belong to the parent; using them from two processes
     # corrupts the protocol stream. close=False leaves the parent's sockets alone.
     get_engine().dispose(close=False)
-    _enable_spares(True)
+    # A compile slot runs no candidate: a waiting run child there would only hold memory.
+    if get_worker_settings().stage != "compile":
+        _enable_spares(True)
 
 
 def _on_process_shutdown(**_: Any) -> None:
@@ -175,13 +177,37 @@ def _on_init(sender: Any = None, **_: Any) -> None:
         log.warning("could not recover this host's orphaned claims yet: %s", exc)
 
 
+def _prepare_compile(wsettings: WorkerSettings) -> None:
+    """The compile pool's start-up: the precompiled header, and each run stage's target probe
+    (on disk: the first compile of each target does not wait for a device child)."""
+    from api.settings import get_settings
+    from evaluator.api import _native_cache
+    from evaluator.build import prepare_toolchain
+    from worker import pipeline
+    from worker.compile_stage import probe
+
+    try:
+        log.info(
+            "compile pool prepared: %s", prepare_toolchain(_native_cache(get_settings().home_dir / "cache"))
+        )
+        for target in pipeline.load_targets(wsettings.stage_targets):
+            found = probe(target)
+            log.info("compile pool builds %s for %s %s", target.run_queue, found.backend.value, found.arch)
+    except Exception as exc:
+        log.warning("compile pool preparation failed (the first job will do it): %s", exc)
+
+
 def _on_ready(sender: Any = None, **_: Any) -> None:
     global _loop
     app = sender.app if sender is not None else None
     wsettings = get_worker_settings()
     _loop = BackgroundLoop(app, wsettings)
     _loop.start()
-    if wsettings.backend != "cpu":
+    if wsettings.stage == "compile":
+        threading.Thread(
+            target=_prepare_compile, args=(wsettings,), name="kjudge-prepare", daemon=True
+        ).start()
+    elif wsettings.backend != "cpu":
         threading.Thread(
             target=_prepare_device, args=(wsettings,), name="kjudge-prepare", daemon=True
         ).start()

@@ -510,3 +510,94 @@ def _insert(session: Session, model: type[Any]) -> Any:
     if name == "sqlite":
         return sqlite.insert(model)
     raise RuntimeError(f"kjudge supports PostgreSQL and SQLite, not {name}")
+
+
+# ---------------------------------------------------------------- the pipeline's hand-off
+# A pipelined host splits one attempt in two stages (worker/pipeline.py): the compile stage claims
+# the row (`claim` above: status `compiling`, token = attempts), builds, then hands the row to a GPU
+# stage of the same host; the GPU stage takes it over (status `running`) under the same token. The
+# token still fences every write, and `worker` tells the two holders of one attempt apart: the
+# compile stage keeps renewing the lease only while the row is still `compiling` under its name.
+
+
+@dataclass(frozen=True)
+class HandOffState:
+    """Where a handed-off row stands, as its compile stage sees it while waiting."""
+
+    waiting: bool  # still `compiling` under the compile stage's name: keep the lease alive
+    taken_over: bool  # a GPU stage owns it now (`running`, same token) or it is final
+
+
+def renew_compile_lease(
+    session: Session, submission_id: str, token: int, compile_worker: str, lease_s: float
+) -> HandOffState:
+    """The compile stage's lease renewal, also while its built row waits for a GPU stage.
+    Stops renewing (waiting False) the moment a GPU stage took the row or the attempt was lost."""
+    done = session.execute(
+        sa.update(Submission)
+        .where(
+            _owned(submission_id, token),
+            Submission.status == "compiling",
+            Submission.worker == compile_worker,
+        )
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+    )
+    session.commit()
+    if done.rowcount:
+        return HandOffState(waiting=True, taken_over=False)
+    row = session.execute(
+        sa.select(Submission.status, Submission.attempts).where(Submission.id == submission_id)
+    ).first()
+    taken = row is not None and int(row[1]) == token and row[0] in ("running", *FINAL)
+    return HandOffState(waiting=False, taken_over=taken)
+
+
+def take_over(
+    session: Session,
+    submission_id: str,
+    token: int,
+    *,
+    worker_id: str,
+    lease_s: float,
+    holder: str | None = None,
+) -> Claim | None:
+    """The GPU stage's claim of a row its host's compile stage built; commits. None when the
+    attempt is no longer current (the lease expired and the row went back to the queue, or it was
+    finalized): the message is stale and nothing is evaluated."""
+    now = utcnow()
+    row = session.execute(
+        sa.update(Submission)
+        .where(_owned(submission_id, token), Submission.status == "compiling")
+        .values(
+            status="running",
+            worker=worker_id,
+            holder=holder,  # the run stage's process now holds the claim (orphan recovery)
+            lease_expires_at=now + timedelta(seconds=lease_s),
+        )
+        .returning(Submission.attempts)
+    ).first()
+    if row is None:
+        session.rollback()
+        return None
+    sub, problem = session.execute(
+        sa.select(Submission, Problem)
+        .join(Problem, Problem.id == Submission.problem_id)
+        .where(Submission.id == submission_id)
+    ).one()
+    taken = Claim(
+        submission_id=sub.id,
+        token=token,
+        problem_id=problem.id,
+        problem_name=problem.name,
+        problem_source=problem.source,
+        language=sub.language,
+        source=sub.source,
+        entry=sub.entry,
+        queue=sub.queue,
+        metadata=dict(sub.meta or {}),
+        created_at=sub.created_at,
+        profile=bool(sub.profile),
+        claimed_at=sub.started_at,  # the compile stage's claim: `queued` ends there
+    )
+    session.commit()
+    return taken

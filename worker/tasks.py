@@ -1,17 +1,24 @@
-"""The one task: `kjudge.evaluate(submission_id)`.
+"""The tasks: `kjudge.evaluate(submission_id)` and, on a pipelined host, `kjudge.run`.
 
 Flow: claim the row (fenced by its attempt number) → evaluate with the evaluator library while
 a thread renews the lease → write the Result and `done` in one transaction. A duplicate or
 redelivered message finds the row claimed or final and does nothing. kjudge's own failures
 (the evaluator raised, the soft time limit hit) are retried with exponential backoff until
 `max_attempts`, then the row is marked `error` with the message kept.
+
+On a pipelined host (worker/pipeline.py) the worker's stage decides what `kjudge.evaluate` does:
+the compile pool claims and builds (worker/compile_stage.py) and hands the job to a run stage of
+its host with `kjudge.run(submission_id, token, handoff)`, which takes the row over under the
+same token and evaluates with the build already cached.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from celery import Task
@@ -21,11 +28,17 @@ from api.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Language, Result, Status
 from worker import holder, lifecycle, registry, store
-from worker.celery_app import TASK_NAME, app
+from worker.celery_app import RUN_TASK_NAME, TASK_NAME, app
 from worker.config import get_worker_settings
 from worker.dbretry import with_db_retry
 
+if TYPE_CHECKING:
+    from evaluator.options import EvalOptions, Submission
+    from evaluator.problem import Problem
+
 log = logging.getLogger(__name__)
+
+SUPERSEDED = "superseded"  # another attempt owns the row: nothing was stored
 
 # While the database is unreachable a message is retried this often before the reconciler's
 # periodic re-send becomes the only path.
@@ -55,8 +68,6 @@ class LeaseKeeper:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        # Often (every lease_renew_s, at most lease/3): the lease is short so that a dead
-        # worker's job is recovered in under a minute, and a renewal is one indexed UPDATE.
         interval = max(min(get_settings().lease_renew_s, self._lease_s / 3.0), 0.5)
         while not self._stop.wait(interval):
             try:
@@ -78,6 +89,13 @@ class PermanentFailure(Exception):
 def evaluate_submission(self: Task, submission_id: str) -> str:
     settings = get_settings()
     wsettings = get_worker_settings()
+    if wsettings.stage == "run":
+        # A run stage consumes only run.* queues; an evaluate message here was misrouted by hand
+        # (--queues). Claiming it would evaluate without the compile pool: leave it to the pool.
+        log.warning(
+            "run stage %s got %s on an eval queue; not claiming it", wsettings.worker_id, submission_id
+        )
+        return "misrouted"
     try:
         with session_scope() as session:
             claimed = store.claim(
@@ -96,23 +114,91 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
     if isinstance(claimed, store.ClaimRefused):
         log.info("submission %s not evaluated: %s", submission_id, claimed.reason)
         return claimed.reason
+    if wsettings.stage == "compile":
+        from worker.compile_stage import compile_and_hand_off
 
-    _job_started(wsettings.worker_id, submission_id)
-    evaluated = False
+        return _guarded(self, claimed, lambda: compile_and_hand_off(claimed), resend=False)
+    return _evaluate_claimed(self, claimed, handoff=None)
+
+
+@app.task(name=RUN_TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_submission(self: Task, submission_id: str, token: int, handoff: dict[str, Any]) -> str:
+    """The run stage of a pipelined host: take over the row its compile pool built (same token),
+    then evaluate; the build is in this host's cache."""
+    settings = get_settings()
+    wsettings = get_worker_settings()
     try:
+        with session_scope() as session:
+            claimed = store.take_over(
+                session,
+                submission_id,
+                token,
+                worker_id=wsettings.worker_id,
+                lease_s=settings.running_lease_s,
+                holder=holder.current(),
+            )
+    except sa.exc.DBAPIError as exc:
+        # The compile slot keeps the lease alive meanwhile; should this retry be lost, the slot
+        # gives up after handoff_timeout_s and the reconciler sends the job round again.
+        log.warning("cannot take over %s now (database: %s); retrying", submission_id, _describe(exc))
+        raise self.retry(countdown=DB_RETRY_S, max_retries=DB_MAX_RETRIES) from exc
+    if claimed is None:
+        log.info("submission %s attempt %d: no longer current, not run", submission_id, token)
+        return "superseded"
+    return _evaluate_claimed(self, claimed, handoff=handoff)
+
+
+def _evaluate_claimed(self: Task, claimed: store.Claim, handoff: dict[str, Any] | None) -> str:
+    def work() -> str:
+        settings = get_settings()
+        taken_at = time.time()
         with LeaseKeeper(claimed, settings.running_lease_s) as keeper:
-            result = _evaluate(claimed)
-        stored = with_db_retry(lambda: _finish(claimed, result), what=f"storing {submission_id}")
+            result = _evaluate(claimed, handed_off=handoff is not None)
+        if handoff is not None:
+            result = _with_stage_durations(result, handoff, taken_at)
+        stored = with_db_retry(lambda: _finish(claimed, result), what=f"storing {claimed.submission_id}")
         if not stored:
             log.warning(
                 "result for %s discarded: attempt %d no longer owns it%s",
-                submission_id,
+                claimed.submission_id,
                 claimed.token,
                 " (lease lost)" if keeper.lost else "",
             )
-            return "superseded"
-        evaluated = True
+            return SUPERSEDED
         return str(result.verdict)
+
+    # A failed run goes round again through the compile pool (a fresh message on the
+    # submission's queue); the serial worker retries its own message, as it always did.
+    return _guarded(self, claimed, work, resend=handoff is not None)
+
+
+def _with_stage_durations(result: Result, handoff: dict[str, Any], taken_at: float) -> Result:
+    """The run found its build cached; the compile it reports is the compile pool's, and the wait
+    for a free device (`gpu_wait`) and the run stage's own wall time (`gpu_stage`) are added."""
+    durations = dict(result.durations_s)
+    if "compile_s" in handoff:
+        durations["compile"] = round(float(handoff["compile_s"]), 4)
+    if "handed_off_at" in handoff:
+        durations["gpu_wait"] = round(max(taken_at - float(handoff["handed_off_at"]), 0.0), 4)
+    durations["gpu_stage"] = round(time.time() - taken_at, 4)
+    return result.model_copy(update={"durations_s": durations})
+
+
+def _guarded(self: Task, claimed: store.Claim, work: Callable[[], str], *, resend: bool) -> str:
+    """Runs one stage of a claimed attempt; kjudge's own failures are retried with backoff (the
+    row back to `queued` first), then `error` once out of attempts."""
+    settings = get_settings()
+    wsettings = get_worker_settings()
+    submission_id = claimed.submission_id
+    # The registry's current job is a device's; the compile pool's slots would only make it flap.
+    track = wsettings.stage != "compile"
+    if track:
+        _job_started(wsettings.worker_id, submission_id)
+    evaluated = False
+    try:
+        outcome = work()
+        evaluated = outcome != SUPERSEDED
+        return outcome
     except Retry:
         raise
     except PermanentFailure as exc:
@@ -140,18 +226,20 @@ def evaluate_submission(self: Task, submission_id: str) -> str:
         released = with_db_retry(release, what=f"releasing {submission_id}")
         if not released:
             return "superseded"
+        if resend:
+            app.send_task(TASK_NAME, args=[submission_id], queue=claimed.queue, countdown=countdown)
+            return "retrying"
         raise self.retry(countdown=countdown, max_retries=None) from exc
     finally:
-        _job_finished(wsettings.worker_id, evaluated)
+        if track:
+            _job_finished(wsettings.worker_id, evaluated)
 
 
-def _evaluate(claimed: store.Claim) -> Result:
-    from evaluator.api import evaluate
-    from evaluator.options import EvalOptions, Submission
+def load_claim(claimed: store.Claim) -> tuple[Problem, Submission]:
+    """The evaluator's view of a claimed row."""
+    from evaluator.options import Submission
     from evaluator.problem import Problem, ProblemError
 
-    settings = get_settings()
-    wsettings = get_worker_settings()
     try:
         problem = Problem.from_source(claimed.problem_source, name=claimed.problem_name)
         submission = Submission(
@@ -163,12 +251,30 @@ def _evaluate(claimed: store.Claim) -> Result:
     except (ProblemError, ValueError) as exc:
         # Validated at submission time, so this is kjudge's data, not the author's: no retry helps.
         raise PermanentFailure(f"kjudge cannot load this submission: {exc}") from exc
+    return problem, submission
+
+
+def eval_options(device: str, profile: bool = False) -> EvalOptions:
+    """The options every stage of this host evaluates with: one cache, so a build the compile
+    pool made is the one the run stage looks up."""
+    from evaluator.options import EvalOptions
+
+    return EvalOptions(device=device, cache_dir=get_settings().home_dir / "cache", profile=profile)
+
+
+def _evaluate(claimed: store.Claim, handed_off: bool = False) -> Result:
+    from evaluator.api import evaluate
+
+    wsettings = get_worker_settings()
+    problem, submission = load_claim(claimed)
     # A GPU worker may also serve CPU targets (the embedded worker takes every queue it can).
     device = "cpu" if claimed.queue.startswith("eval.cpu") else wsettings.eval_device
-    options = EvalOptions(device=device, cache_dir=settings.home_dir / "cache", profile=claimed.profile)
+    options = eval_options(device, profile=claimed.profile)
+    # A taken-over row is `running` already; its cached build must not flip it back to compiling.
+    reported = (Status.RUNNING,) if handed_off else (Status.COMPILING, Status.RUNNING)
 
     def on_status(status: Status) -> None:
-        if status not in (Status.COMPILING, Status.RUNNING):
+        if status not in reported:
             return
 
         def write() -> bool:
@@ -201,14 +307,14 @@ def _finalize(result: Result, claimed: store.Claim) -> Result:
     )
 
 
-def _finish(claimed: store.Claim, result: Result) -> bool:
-    with session_scope() as session:
-        return store.finish(session, claimed, result)
-
-
 def _fail(claimed: store.Claim, message: str) -> None:
     with session_scope() as session:
         store.fail(session, claimed.submission_id, claimed.token, message=message)
+
+
+def _finish(claimed: store.Claim, result: Result) -> bool:
+    with session_scope() as session:
+        return store.finish(session, claimed, result)
 
 
 def _job_started(worker_id: str, submission_id: str) -> None:

@@ -11,15 +11,18 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "worker",
-        help="run evaluation workers: one process per GPU, pinned, concurrency 1",
+        help="run evaluation workers: a shared compile pool ahead of one pinned run stage per GPU",
         description=(
-            "Starts one Celery worker per selected GPU, each pinned with CUDA_VISIBLE_DEVICES (NVIDIA) or "
-            "ROCR_VISIBLE_DEVICES (ROCm) and consuming the queues of its architecture (worker/routing.py). "
-            "With neither --gpus nor --cpu: every GPU, or a CPU worker on a machine without one. "
-            "Broker and database come from KJUDGE_BROKER_URL / KJUDGE_DATABASE_URL."
+            "Starts one run stage per selected GPU (a Celery worker pinned with CUDA_VISIBLE_DEVICES "
+            "(NVIDIA) or ROCR_VISIBLE_DEVICES (ROCm) and to cores of its own, concurrency 1) and one compile pool for "
+            "the host that consumes the queues of their architectures (worker/routing.py), builds "
+            "ahead and hands built jobs to them (worker/pipeline.py); --serial runs one process per "
+            "device that compiles and runs. With neither --gpus nor --cpu: every GPU, or the CPU on "
+            "a machine without one. Broker and database come from KJUDGE_BROKER_URL / "
+            "KJUDGE_DATABASE_URL."
         ),
     )
-    p.add_argument("--gpus", metavar="all|0,1,...", help="GPUs to start workers for")
+    p.add_argument("--gpus", metavar="all|0,1,...", help="GPUs to start run stages for")
     p.add_argument("--cpu", action="store_true", help="also start a CPU worker (queues eval.cpu*)")
     p.add_argument("--queues", metavar="Q1,Q2", help="consume exactly these queues (overrides routing)")
     p.add_argument(
@@ -29,6 +32,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--embedded",
         action="store_true",
         help="one worker for `kjudge serve`: GPU 0 or the CPU, serving every queue it can",
+    )
+    p.add_argument(
+        "--serial",
+        action="store_true",
+        help="one process per device that compiles and runs each job (no compile pool ahead of it)",
+    )
+    p.add_argument(
+        "--compile-pool",
+        type=int,
+        metavar="N",
+        help="compile processes shared by the host's devices (default: from free cores and memory)",
     )
     p.add_argument("--loglevel", default="INFO", help="Celery log level (default INFO)")
     p.set_defaults(handler=run)
@@ -44,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         embedded_spec,
         gpu_spec,
         parse_gpu_selection,
+        pipelined,
     )
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s kjudge-worker %(levelname)s %(message)s")
@@ -66,9 +81,16 @@ def run(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         print(f"kjudge worker: {exc}", file=sys.stderr)
         return 2
+    if not args.serial:
+        # `kjudge serve` starts the worker itself: its pool size comes through the environment.
+        pool = args.compile_pool or int(os.environ.get("KJUDGE_WORKER_COMPILE_POOL") or 0) or None
+        specs = pipelined(specs, pool_size=pool)
     for spec in specs:
+        where = f", {spec.concurrency} processes" if spec.concurrency > 1 else ""
+        cores = f", cores {','.join(map(str, spec.cpus))}" if spec.cpus else ""
         print(
-            f"kjudge worker: {spec.name} ({spec.backend} {spec.arch}) on {','.join(spec.queues)}",
+            f"kjudge worker: {spec.name} [{spec.stage}{where}{cores}] ({spec.backend} {spec.arch}) "
+            f"on {','.join(spec.queues)}",
             file=sys.stderr,
         )
     parent = None

@@ -156,11 +156,11 @@ class WorkerProcess:
     """`kjudge worker --cpu --take-any` as a subprocess in its own session (so kill -9 of the
     group takes the launcher, the Celery main process and its pool process at once)."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, args: tuple[str, ...] = ()) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kjudge", "worker", "--cpu", "--take-any", "--loglevel", "INFO"],
+            [sys.executable, "-m", "kjudge", "worker", "--cpu", "--take-any", "--loglevel", "INFO", *args],
             env=env,
             cwd=REPO,
             stdout=self._log,
@@ -196,8 +196,8 @@ class WorkerProcess:
 def start_worker(service_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     started: list[WorkerProcess] = []
 
-    def start(**extra_env: str) -> WorkerProcess:
-        w = WorkerProcess({**service_env, **extra_env}, tmp_path / f"worker{len(started)}.log")
+    def start(*args: str, **extra_env: str) -> WorkerProcess:
+        w = WorkerProcess({**service_env, **extra_env}, tmp_path / f"worker{len(started)}.log", args)
         started.append(w)
         return w
 

@@ -181,12 +181,18 @@ def test_worker_registers_and_heartbeats(
 
     worker = start_worker()
 
-    def registered() -> Any:
+    def registered(stage: str = "cpu") -> Any:
         with rows.engine.connect() as conn:
-            return conn.execute(sa.text("SELECT id, queue, status, last_seen FROM workers")).first()
+            return conn.execute(
+                sa.text("SELECT id, queue, status, last_seen FROM workers WHERE id LIKE :id"),
+                {"id": f"%:{stage}"},
+            ).first()
 
+    # The pipelined host: a compile pool on the API's queues, a run stage on its host's run queue.
     first = wait_for(registered, 60, "the worker to register", worker.log_tail)
-    assert first[0].endswith(":cpu") and "eval.cpu" in first[1] and "eval.any" in first[1]
+    assert first[0].endswith(":cpu") and first[1].startswith("run.") and ".cpu." in first[1]
+    pool = wait_for(lambda: registered("compile"), 60, "the compile pool to register", worker.log_tail)
+    assert "eval.cpu" in pool[1] and "eval.any" in pool[1]
     wait_for(lambda: registered()[3] > first[3], 10, "a heartbeat", worker.log_tail)
     worker.stop()
-    assert registered()[2] == "offline"
+    assert registered()[2] == "offline" and registered("compile")[2] == "offline"

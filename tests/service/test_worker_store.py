@@ -239,3 +239,61 @@ def test_old_queued_rows_are_resent_when_their_queue_is_empty(
     assert young not in {sid for sid, _ in report.requeued}
     # Another worker's reconciler, a moment later, sees the same empty list: no second copy.
     assert store.resend_lost_messages(session, "eval.cpu", queued_grace_s=10).requeued == []
+
+
+# ---------------------------------------------------------------- the pipeline's hand-off
+
+
+def test_a_run_stage_takes_over_the_attempt_its_compile_pool_built(
+    session: Session, engine: sa.Engine, rows: Rows, pid: str
+) -> None:
+    sid = rows.submission(pid)
+    built = _claim(session, sid, worker="h:compile")
+    assert isinstance(built, store.Claim)
+    # While the job waits for a device, the compile slot keeps the lease.
+    assert store.renew_compile_lease(session, sid, built.token, "h:compile", 60) == store.HandOffState(
+        True, False
+    )
+
+    taken = store.take_over(session, sid, built.token, worker_id="h:0", lease_s=60)
+    assert isinstance(taken, store.Claim) and taken.token == built.token and taken.source == built.source
+    row = rows.row(sid)
+    assert (row["status"], row["worker"], row["attempts"]) == ("running", "h:0", 1)
+    assert taken.claimed_at == row["started_at"]  # `queued` ends at the compile pool's claim
+    # The slot sees the take-over and stops renewing; a duplicate run message takes nothing.
+    assert store.renew_compile_lease(session, sid, built.token, "h:compile", 60) == store.HandOffState(
+        False, True
+    )
+    assert store.take_over(session, sid, built.token, worker_id="h:1", lease_s=60) is None
+    assert store.finish(session, taken, _result(pid))
+    assert rows.result_count(sid) == 1
+
+
+def test_a_run_message_of_a_lapsed_attempt_takes_nothing(
+    session: Session, engine: sa.Engine, rows: Rows, pid: str
+) -> None:
+    sid = rows.submission(pid)
+    first = _claim(session, sid, worker="h:compile")
+    assert isinstance(first, store.Claim)
+    _expire_lease(engine, sid)  # the slot died while the job waited for a device
+    report = store.reconcile(session, queued_grace_s=60, max_attempts=3)
+    assert [s for s, _ in report.requeued] == [sid]
+    second = _claim(session, sid, worker="h2:compile")
+    assert isinstance(second, store.Claim) and second.token == 2
+
+    assert store.take_over(session, sid, first.token, worker_id="h:0", lease_s=60) is None
+    state = store.renew_compile_lease(session, sid, first.token, "h:compile", 60)
+    assert state == store.HandOffState(False, False)  # lost, not taken over: the old slot gives up
+    assert isinstance(store.take_over(session, sid, second.token, worker_id="h2:0", lease_s=60), store.Claim)
+    assert rows.row(sid)["worker"] == "h2:0"
+
+
+def test_only_a_compiling_row_can_be_taken_over(session: Session, rows: Rows, pid: str) -> None:
+    queued = rows.submission(pid)
+    assert store.take_over(session, queued, 0, worker_id="h:0", lease_s=60) is None
+    final = rows.submission(pid)
+    claim = _claim(session, final, worker="h:compile")
+    assert isinstance(claim, store.Claim)
+    assert store.finish(session, claim, _result(pid, Verdict.COMPILE_ERROR))  # decided by the pool
+    assert store.take_over(session, final, claim.token, worker_id="h:0", lease_s=60) is None
+    assert rows.result_count(final) == 1

@@ -1,0 +1,64 @@
+"""`prebuild` on a GPU host: the compile stage builds CUDA, HIP-on-CUDA and KernelBench load_inline
+candidates without touching the device, and the run that follows only loads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.api import evaluate, prebuild
+from evaluator.options import EvalOptions, Submission, TimingOptions
+from evaluator.problem import Problem
+from evaluator.result import Language, Verdict
+from tests.evaluator.conftest import EXAMPLES
+
+pytestmark = pytest.mark.gpu
+
+RELU = Problem.from_file(EXAMPLES / "problem.py")
+
+
+@pytest.fixture(scope="module")
+def gpu_options(kjudge_home: Path) -> EvalOptions:
+    return EvalOptions(
+        device="cuda",
+        trials=3,
+        seed=7,
+        timing=TimingOptions(max_time_s=0.5),
+        run_timeout_s=300,
+        build_timeout_s=300,
+        cache_dir=kjudge_home / "cache",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "variant"),
+    [
+        (
+            "relu_cuda.cu",
+            Language.CUDA,
+            "\nnamespace { [[maybe_unused]] constexpr int kjudge_prebuild_gpu = 1; }\n",
+        ),
+        (
+            "relu_hip.hip",
+            Language.HIP,
+            "\nnamespace { [[maybe_unused]] constexpr int kjudge_prebuild_gpu = 2; }\n",
+        ),
+        ("relu_kernelbench.py", Language.KERNELBENCH, None),
+    ],
+)
+def test_prebuilt_candidates_run_without_compiling(
+    gpu_options: EvalOptions, name: str, language: Language, variant: str | None
+) -> None:
+    source = (EXAMPLES / name).read_text()
+    if variant is not None:
+        source += variant
+    else:  # a new CUDA body inside the load_inline string
+        source = source.replace("if (idx < size) {", "if (idx < size) {  // prebuild gpu test", 1)
+    submission = Submission(source=source, language=language)
+    outcome = prebuild(RELU, submission, gpu_options)
+    assert outcome.result is None and outcome.built, outcome.log
+    result = evaluate(RELU, submission, gpu_options)
+    assert result.verdict == Verdict.CORRECT, result.message
+    spent = result.durations_s.get("compile", 0.0) + result.durations_s.get("load", 0.0)
+    assert spent < outcome.durations_s["compile"] / 3, (result.durations_s, outcome.durations_s)
