@@ -119,3 +119,17 @@ def test_every_integrity_flag_has_its_sentence() -> None:
 
     missing = (set(integrity.REJECTING_FLAGS) | {integrity.NO_CUSTOM_KERNEL}) - set(FLAG_SENTENCES)
     assert not missing, f"add a sentence to evaluator/feedback.py FLAG_SENTENCES for {sorted(missing)}"
+
+
+def test_the_bottleneck_of_a_profile_model() -> None:
+    from pydantic import BaseModel
+
+    class Profile(BaseModel):  # the shape of evaluator.profiling's model: a one-line bottleneck
+        available: bool = True
+        bottleneck: str | None = None
+
+    result = _result(Verdict.CORRECT)
+    result.profile = Profile(bottleneck="k: memory-bound, DRAM 81% of peak")
+    assert "Profile: k: memory-bound, DRAM 81% of peak" in feedback(result)
+    result.profile = Profile(available=False)
+    assert "Profile:" not in feedback(result)
