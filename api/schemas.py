@@ -35,6 +35,12 @@ class SubmissionCreate(_In):
         description="return the stored result of an identical (problem, language, source, target) "
         "submission instead of evaluating again",
     )
+    profile: bool = Field(
+        default=False,
+        description="after a correct verdict, add a hardware profile of the candidate's own kernels "
+        "(result.profile: per kernel DRAM/SM throughput, occupancy, registers, stalls, and a "
+        "bottleneck line); costs extra evaluation time, never changes verdict or timing",
+    )
 
 
 class BatchItem(SubmissionCreate):
@@ -81,6 +87,7 @@ class SubmissionOut(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     batch_id: str | None = None
     reused_from: str | None = None
+    profile: bool = Field(default=False, description="a hardware profile was asked for")
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None

@@ -81,15 +81,24 @@ class Prepared:
     metadata: dict[str, Any]
     reuse: bool
     idempotency_key: str | None
+    profile: bool = False
     accepted: SubmissionAccepted | None = field(default=None)
 
     def same_request(self, row: Submission) -> bool:
-        return (row.problem_id, row.source_sha256, row.language, row.target, row.entry) == (
+        return (
+            row.problem_id,
+            row.source_sha256,
+            row.language,
+            row.target,
+            row.entry,
+            bool(row.profile),
+        ) == (
             self.problem_id,
             self.source_sha256,
             self.language,
             self.target,
             self.entry,
+            self.profile,
         )
 
 
@@ -158,6 +167,7 @@ def prepare(
                 metadata=json.loads(json.dumps(item.metadata, default=str)),
                 reuse=item.reuse,
                 idempotency_key=key,
+                profile=item.profile,
             )
         )
     return out
@@ -303,6 +313,7 @@ def _store(
             "created_at": now,
             "updated_at": now,
             "reused_from": None,
+            "profile": p.profile,
             # Every row has the same keys: one executemany of a batch mixing reused and new items.
             "started_at": None,
             "finished_at": None,
@@ -373,8 +384,8 @@ def _apply_idempotency(session: Session, principal: Principal, prepared: list[Pr
         )
 
 
-def _reuse_key(p: Prepared) -> tuple[str, str, str, str, str | None]:
-    return (p.problem_id, p.source_sha256, p.language, p.target, p.entry)
+def _reuse_key(p: Prepared) -> tuple[str, str, str, str, str | None, bool]:
+    return (p.problem_id, p.source_sha256, p.language, p.target, p.entry, p.profile)
 
 
 @dataclass(frozen=True)
@@ -389,9 +400,10 @@ class Donor:
     median_ms: float | None
 
 
-def _donor_query(entry: bool) -> sa.Select[Any]:
+def _donor_query(entry: bool, profile: bool) -> sa.Select[Any]:
     """The newest finished identical submission with a result; built once (building the
-    expression cost as much CPU as running it), with or without an `entry`."""
+    expression cost as much CPU as running it), with or without an `entry`. A request for a
+    profile reuses only a profiled result (one without would lack it)."""
     entry_match = Submission.entry == sa.bindparam("entry") if entry else Submission.entry.is_(None)
     return (
         sa.select(
@@ -409,6 +421,7 @@ def _donor_query(entry: bool) -> sa.Select[Any]:
             Submission.language == sa.bindparam("language"),
             Submission.target == sa.bindparam("target"),
             entry_match,
+            *([Submission.profile.is_(True)] if profile else []),
             Submission.status == "done",
         )
         .order_by(Submission.created_at.desc())
@@ -416,15 +429,17 @@ def _donor_query(entry: bool) -> sa.Select[Any]:
     )
 
 
-_DONOR = {False: _donor_query(False), True: _donor_query(True)}
+_DONOR = {
+    (entry, profile): _donor_query(entry, profile) for entry in (False, True) for profile in (False, True)
+}
 
 
 def _find_donors(
     session: Session, wanted: list[Prepared]
-) -> dict[tuple[str, str, str, str, str | None], Donor]:
+) -> dict[tuple[str, str, str, str, str | None, bool], Donor]:
     """For `reuse: true`: the newest finished identical submission that has a result. Only the
     columns reuse copies are read (no ORM objects, not the source): the reward path's hot query."""
-    donors: dict[tuple[str, str, str, str, str | None], Donor] = {}
+    donors: dict[tuple[str, str, str, str, str | None, bool], Donor] = {}
     for p in wanted:
         key = _reuse_key(p)
         if key in donors:
@@ -437,7 +452,7 @@ def _find_donors(
         }
         if p.entry is not None:
             params["entry"] = p.entry
-        row = session.execute(_DONOR[p.entry is not None], params).first()
+        row = session.execute(_DONOR[(p.entry is not None, p.profile)], params).first()
         if row is not None:
             donors[key] = Donor(*row)
     return donors

@@ -40,6 +40,7 @@ def submission_out(
         metadata=sub.meta or {},
         batch_id=sub.batch_id,
         reused_from=sub.reused_from,
+        profile=bool(sub.profile),
         created_at=sub.created_at,
         started_at=sub.started_at,
         finished_at=sub.finished_at,

@@ -34,7 +34,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     for b in ${BENCHES:-bench/reference_kernels.py bench/eval_latency.py}; do
         [ -f "$b" ] || continue
         name=$(basename "$b" .py)
-        timeout ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/$name.log" | tail -40
+        timeout -s INT -k 30 ${BENCH_TIMEOUT:-900} python3 "$b" --out "$OUT/$name.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/$name.log" | tail -40
     done
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then

@@ -113,6 +113,8 @@ class Submission(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     lease_expires_at: Mapped[datetime | None] = mapped_column()
     reused_from: Mapped[str | None] = mapped_column(sa.ForeignKey("submissions.id"))
+    # Profile mode: evaluate with EvalOptions(profile=True) (migration 0002_submission_profile).
+    profile: Mapped[bool] = mapped_column(sa.Boolean, default=False, server_default=sa.false())
 
     result: Mapped[ResultRow | None] = relationship(back_populates="submission", uselist=False)
 

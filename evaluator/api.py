@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evaluator import baselines
-from evaluator.ceilings import probe_ceilings
+from evaluator.ceilings import probe_ceilings, published_ceilings
 from evaluator.feedback import feedback
 from evaluator.languages import NATIVE_LANGUAGES
 from evaluator.languages.infer import infer_language
@@ -152,9 +152,10 @@ def evaluate(
     language = submission.language or infer_language(submission.source, submission.filename)
     early = precheck(submission.source, language)
     if early:
-        return _with_feedback(
+        return _completed(
             _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, durations_s={"total": 0.0}),
             submission,
+            options,
         )
 
     cache_dir = options.resolved_cache_dir()
@@ -168,7 +169,7 @@ def evaluate(
         result = _evaluate(
             problem, submission, language, options, notify, cache_dir, scratches, durations, started
         )
-        return _with_feedback(result, submission)
+        return _completed(result, submission, options)
     finally:
         if not options.keep_scratch:
             for path in scratches:
@@ -177,8 +178,14 @@ def evaluate(
         SPARES.refill()
 
 
-def _with_feedback(result: Result, submission: Submission) -> Result:
-    """Feedback for a model's next turn (evaluator/feedback.py), from the finished Result."""
+def _completed(result: Result, submission: Submission, options: EvalOptions) -> Result:
+    """The last touches on a finished Result: a requested profile always answers, also when
+    nothing was profiled; then feedback for a model's next turn (evaluator/feedback.py), which
+    reads the profile's bottleneck line."""
+    if options.profile and result.profile is None:
+        from evaluator.profiling.run import not_profiled
+
+        result.profile = not_profiled(result.verdict)
     result.feedback = feedback(result, submission.source)
     return result
 
@@ -200,7 +207,8 @@ def _evaluate(
     target = probe_target(options.device, probe_env, cache_dir)
     torch_version = baselines.installed_torch_version() or "unknown"
     ceilings = (
-        probe_ceilings(target, probe_env, cache_dir, torch_version)
+        # datasheet peaks (evaluator/device_facts.py) only where the measurement failed
+        (probe_ceilings(target, probe_env, cache_dir, torch_version) or published_ceilings(target))
         if options.measure_timing and target.backend != Backend.CPU
         else None
     )
@@ -293,6 +301,7 @@ def _evaluate(
         durations["baselines_child"] = time.monotonic() - t
         job = job.model_copy(update={"baselines": []})
     # ---
+    plain_job = job  # profile mode reruns the candidate from the main scratch, not a spare's
     spare = SPARES.claim(_spare_config(target, cache_dir, options.scratch_root, limits))
     if target.backend != Backend.CPU:
         # The next job's spare imports while this one runs, so that it is ready even when jobs
@@ -322,7 +331,10 @@ def _evaluate(
         raise EvaluationError("the evaluation child failed inside kjudge:\n" + report.internal_error)
 
     measured = trusted.baselines if trusted is not None else {}  # never the candidate's report's
-    if measured and trusted is not None and trusted.target is not None:
+    # A baseline measured on a busy host or GPU is used for this result, flagged, and not cached:
+    # every later submission of the problem would inherit the bad yardstick.
+    disturbed = trusted is not None and any(t.contended for t in trusted.baseline_timing.values())
+    if measured and not disturbed and trusted is not None and trusted.target is not None:
         # Keyed as the next lookup keys it: the probed device and the installed torch's version
         # (the child's torch.__version__ may spell it differently, "2.11.0+cu130" vs "2.11.0",
         # which made every evaluation re-measure its baselines).
@@ -333,6 +345,7 @@ def _evaluate(
                 device=target.device,
                 torch_version=torch_version,
                 problem_id=problem.id,
+                conditions={k: v.model_dump() for k, v in trusted.baseline_timing.items()},
             )
         )
         cached = cache.load(problem.id, target.device, torch_version)
@@ -340,7 +353,7 @@ def _evaluate(
     if options.baselines:
         eager = measured.get("eager_ms", cached.eager_ms if cached else None)
         compiled = measured.get("compile_ms", cached.compile_ms if cached and want_compile else None)
-        baseline = Baseline(eager_ms=eager, compile_ms=compiled)
+        baseline = Baseline(eager_ms=eager, compile_ms=compiled, contended=disturbed)
     speedup = None
     if report.timing is not None and baseline is not None and report.timing.median_ms > 0:
         speedup = Speedup(
@@ -368,6 +381,24 @@ def _evaluate(
         language=language.value,
     )
     durations.update(report.durations_s)
+    if options.profile and result.verdict == Verdict.CORRECT:
+        # --- profile mode (evaluator/profiling): a separate sandboxed child under ncu/rocprofv3,
+        # after the run; it never changes the verdict or the timing ---
+        from evaluator.profiling.run import profile_candidate
+
+        t = time.monotonic()
+        result.profile = profile_candidate(
+            plain_job,
+            target,
+            scratch=scratch,
+            env=env,
+            timeout_s=options.profile_timeout_s,
+            readonly_paths=[*_readonly_for_run(build), *_readonly_for_any_run(cache_dir)],
+            writable_paths=_writable_for_run(cache_dir),
+            roofline=result.roofline,
+            median_ms=result.timing.median_ms if result.timing is not None else None,
+        )
+        durations["profile"] = time.monotonic() - t
     return _finish(problem, result, durations, started)
 
 

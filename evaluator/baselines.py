@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from evaluator.options import TimingOptions
+from evaluator.result import Timing
 
 EAGER = "eager"
 COMPILE = "compile"
@@ -29,6 +30,9 @@ class BaselineEntry(BaseModel):
     device: str
     torch_version: str
     problem_id: str
+    # How each was measured (evaluator.result.Timing as a dict: spread, method, samples), kept
+    # so that a reader can judge the yardstick; contended measurements are never stored.
+    conditions: dict[str, Any] = Field(default_factory=dict)
 
 
 class BaselineCache:
@@ -53,6 +57,7 @@ class BaselineCache:
                 update={
                     "eager_ms": entry.eager_ms if entry.eager_ms is not None else old.eager_ms,
                     "compile_ms": entry.compile_ms if entry.compile_ms is not None else old.compile_ms,
+                    "conditions": {**old.conditions, **entry.conditions},
                 }
             )
         path = self.path(entry.problem_id, entry.device, entry.torch_version)
@@ -85,12 +90,14 @@ def missing(entry: BaselineEntry | None, want_compile: bool) -> list[str]:
 def measure(
     which: list[str],
     reference: Any,
-    inputs: list[Any],
+    fresh: Callable[[], tuple[int, list[Any]]],
     opts: TimingOptions,
     device: str,
     log: Callable[[str], None],
-) -> dict[str, Any]:
-    """In the child: {"eager_ms": ..., "compile_ms": ...} for the requested baselines.
+) -> tuple[dict[str, float], dict[str, Timing]]:
+    """In the child: ({"eager_ms": ..., "compile_ms": ...}, how each was measured) for the
+    requested baselines, timed by the candidate's protocol (fresh inputs per call, same method
+    choice, same L2 policy); the reference is trusted, so its outputs are not checked.
 
     A failing torch.compile is not the problem's fault (inductor lacks some ops, or a compiler
     is missing): its baseline is left out and the reason logged. A failing eager reference is
@@ -98,16 +105,22 @@ def measure(
     """
     import torch
 
-    from evaluator.timing import time_callable
+    from evaluator.timing import Subject, time_subject
 
-    out: dict[str, Any] = {}
+    times: dict[str, float] = {}
+    how: dict[str, Timing] = {}
+
+    def measure_one(name: str, fn: Callable[..., Any]) -> None:
+        stats = time_subject(Subject(call=lambda inputs: fn(*inputs), fresh=fresh), opts, device)
+        times[f"{name}_ms"] = stats.median_ms
+        how[name] = Timing(**stats.as_result())
+
     with torch.no_grad():
         if EAGER in which:
-            out["eager_ms"] = time_callable(lambda: reference(*inputs), opts, device).median_ms
+            measure_one(EAGER, reference)
         if COMPILE in which:
             try:
-                compiled = torch.compile(reference)
-                out["compile_ms"] = time_callable(lambda: compiled(*inputs), opts, device).median_ms
+                measure_one(COMPILE, torch.compile(reference))
             except Exception as exc:  # noqa: BLE001
                 log(
                     "torch.compile baseline failed, left out: "
@@ -115,4 +128,4 @@ def measure(
                 )
             finally:
                 torch._dynamo.reset()  # compiled graphs hold references to the model and inputs
-    return out
+    return times, how

@@ -35,6 +35,9 @@ class Ceilings(BaseModel):
     fp16_tflops: float | None = None
     bf16_tflops: float | None = None
     torch_version: str = ""
+    # "measured" (probe_ceilings) or "datasheet" (published_ceilings: the vendor's peaks, used
+    # only where no measurement could be made)
+    source: str = "measured"
     measured_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
     seconds: float = 0.0
 
@@ -59,11 +62,37 @@ class Ceilings(BaseModel):
         return max(r for r in rates if r is not None) * 1e12
 
 
+def published_ceilings(target: Target) -> Ceilings | None:
+    """The device's datasheet peaks (evaluator/device_facts.py) as Ceilings, for a GPU whose
+    measurement failed: a trusted upper bound is better for the roofline and the
+    `exceeds_roofline` check than none (which makes the run child, the candidate's own process,
+    measure). Peaks are above what any kernel reaches, so fractions of the bound read lower
+    than against measured ceilings. None for a device without figures or a CPU target."""
+    from evaluator.device_facts import device_peaks
+
+    peaks = device_peaks(target.device) if target.backend.value != "cpu" else None
+    if peaks is None:
+        return None
+    return Ceilings(
+        device=target.device,
+        backend=target.backend.value,
+        copy_gbps=peaks.hbm_tbps * 1e3,
+        fp32_tflops=peaks.fp32_tflops,
+        tf32_tflops=peaks.tf32_tflops,
+        fp16_tflops=peaks.fp16_tflops,
+        bf16_tflops=peaks.bf16_tflops,
+        source="datasheet",
+    )
+
+
 _PROBED: dict[str, Ceilings] = {}
 
 
 def _cache_file(cache_dir: Path, target: Target, torch_version: str, env: dict[str, str]) -> Path:
-    visible = "|".join(f"{k}={env.get(k, '')}" for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"))
+    visible = "|".join(
+        f"{k}={env.get(k, '')}"
+        for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    )
     key = "\0".join((target.backend.value, target.arch, target.device, torch_version, visible))
     return cache_dir / "ceilings" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 

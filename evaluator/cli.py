@@ -19,6 +19,31 @@ def _err(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def _profile_rows(result: Result) -> list[tuple[str, str]]:
+    p = result.profile
+    assert p is not None
+    if not p.available:
+        return [("profile", f"none: {p.message}")]
+    rows = [("profile", p.bottleneck or f"{len(p.kernels)} kernels ({p.profiler})")]
+    for k in p.kernels[:5]:
+        parts = [f"{k.duration_us:.2f} us" if k.duration_us is not None else "-"]
+        if k.dram_pct_of_peak is not None:
+            parts.append(f"DRAM {k.dram_pct_of_peak:.0f}%")
+        if k.sm_pct_of_peak is not None:
+            parts.append(f"SM {k.sm_pct_of_peak:.0f}%")
+        if k.achieved_occupancy_pct is not None:
+            parts.append(f"occupancy {k.achieved_occupancy_pct:.0f}%")
+        if k.registers_per_thread is not None:
+            parts.append(f"{k.registers_per_thread} regs")
+        if k.top_stalls:
+            parts.append("stalls " + ", ".join(s.reason for s in k.top_stalls))
+        name = k.name.split("(")[0].removeprefix("void ")[:60]
+        rows.append(("  kernel", f"{name} x{k.calls}: " + "  ".join(parts)))
+    if p.message:
+        rows.append(("  note", p.message))
+    return rows
+
+
 def format_result(result: Result) -> str:
     rows: list[tuple[str, str]] = [
         ("verdict", result.verdict.value if result.verdict else result.status.value)
@@ -53,6 +78,8 @@ def format_result(result: Result) -> str:
         rows.append(("speedup", f"vs eager {_x(s.vs_eager)}  vs torch.compile {_x(s.vs_compile)}"))
     if result.flags:
         rows.append(("flags", ", ".join(result.flags)))
+    if result.profile is not None:
+        rows += _profile_rows(result)
     if result.durations_s:
         rows.append(("durations", "  ".join(f"{k} {v:.2f}s" for k, v in result.durations_s.items())))
     width = max(len(k) for k, _ in rows)

@@ -19,6 +19,8 @@ import functools
 import importlib
 import inspect
 import math
+import random
+import secrets
 import statistics
 import sys
 import threading
@@ -34,6 +36,7 @@ import torch.autograd.profiler
 
 from evaluator.ceilings import Ceilings
 from evaluator.result import Roofline
+from evaluator.timing import TIMED_OUTPUT_MISMATCH  # a timed call's outputs were wrong
 
 REFERENCE_OP_CALLED = "reference_op_called"
 SIDE_STREAM_WORK = "side_stream_work"
@@ -58,6 +61,7 @@ REJECTING_FLAGS: frozenset[str] = frozenset(
         LAZY_OUTPUT,
         EXCEEDS_ROOFLINE,
         RECYCLED_MEMORY,
+        TIMED_OUTPUT_MISMATCH,
     }
 )
 
@@ -72,6 +76,8 @@ MESSAGES: dict[str, str] = {
     LAZY_OUTPUT: "outputs are lazy: not plain tensors, or they change after a later call",
     EXCEEDS_ROOFLINE: "faster than moving the inputs and outputs once at the device's measured bandwidth",
     RECYCLED_MEMORY: "outputs depend on leftover contents of freed memory (unwritten or recycled buffers)",
+    TIMED_OUTPUT_MISMATCH: "a timed call's outputs were wrong although the checked calls were right "
+    "(the kernel behaves differently once it thinks correctness is over)",
     NO_CUSTOM_KERNEL: "only PyTorch's own kernels were launched",
 }
 
@@ -99,6 +105,8 @@ _MODULES: tuple[Any, ...] = (
     time,
     math,
     statistics,
+    secrets,  # the timer's secret draws (which timed calls are checked, their input seeds)
+    random,
     builtins,
     threading,
 )

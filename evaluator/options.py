@@ -49,11 +49,15 @@ class TimingOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    warmup_ms: float = 25.0
+    # GPU clocks ramp up under load: 100 ms of calls before the first sample settles them.
+    warmup_ms: float = 100.0
     min_warmup_calls: int = 3
     min_reps: int = 10
     max_reps: int = 1000
     max_time_s: float = 2.0  # measured time cap per timed function
+    # Wall-clock cap on the sampling loop, whatever the events measured: work that escapes the
+    # events (a side stream) or slow input generation cannot hold a GPU longer than this.
+    budget_s: float = Field(default=6.0, gt=0)
     target_rse: float = 0.01  # stop once std/sqrt(n)/mean falls below this
     sync_check_reps: int = 5  # reps timed with a device-wide synchronize to catch escaping work
 
@@ -79,6 +83,10 @@ class EvalOptions(BaseModel):
     cache_dir: Path | None = Field(default=None, description="default: $KJUDGE_HOME/cache")
     scratch_root: Path | None = Field(default=None, description="where per-evaluation scratch dirs go")
     keep_scratch: bool = False
+    # Profile mode (evaluator/profiling): after a correct verdict, profile the candidate's own
+    # kernels (ncu / rocprofv3) in a separate sandboxed child. Never changes verdict or timing.
+    profile: bool = False
+    profile_timeout_s: float = Field(default=300.0, gt=0, description="wall-clock limit of the profiled run")
 
     def resolved_cache_dir(self) -> Path:
         return (self.cache_dir or default_home() / "cache").expanduser().resolve()

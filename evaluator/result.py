@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluator.profiling.models import Profile
+
 
 class Verdict(StrEnum):
     COMPILE_ERROR = "compile_error"
@@ -68,13 +70,29 @@ class Timing(_Model):
     mean_ms: float
     std_ms: float
     min_ms: float
-    n: int
+    n: int = Field(description="samples; a batched sample is the mean of calls_per_sample calls")
     l2_flushed: bool
+    method: str | None = Field(
+        default=None,
+        description="per_call_events | cuda_graph | back_to_back_events | host_clock (evaluator/timing.py)",
+    )
+    launch_overhead_us: float | None = Field(
+        default=None, description="host time to launch one call (GPU), apart from the device time"
+    )
+    contended: bool = Field(
+        default=False,
+        description="the GPU or host was disturbed during the measurement, also on a retry: treat with care",
+    )
+    calls_per_sample: int = 1
+    checked_calls: int = Field(default=0, description="timed calls whose outputs were checked")
 
 
 class Baseline(_Model):
     eager_ms: float | None = None
     compile_ms: float | None = None
+    contended: bool = Field(
+        default=False, description="a baseline was measured on a disturbed host or GPU (never cached)"
+    )
 
 
 class Speedup(_Model):
@@ -123,6 +141,12 @@ class Result(_Model):
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
     message: str | None = Field(default=None, description="one line for the author: what to fix")
+    # Profile mode (EvalOptions.profile; evaluator/profiling): only when asked for.
+    profile: Profile | None = Field(
+        default=None,
+        description="hardware profile of the candidate's own kernels after a correct verdict, "
+        "or available=false with the reason there is none",
+    )
     feedback: str | None = Field(
         default=None,
         description="text for a model's next turn: compile errors at the candidate's lines, the first "

@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import os
 import random
+import secrets
 import sys
 import time
 import traceback
@@ -106,6 +107,8 @@ class RunReport(BaseModel):
     timing: Timing | None = None
     roofline: Roofline | None = None
     baselines: dict[str, float] = Field(default_factory=dict)
+    # how each baseline was measured: spread, method, whether the host or GPU was contended
+    baseline_timing: dict[str, Timing] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
     compile_log: str = ""
     durations_s: dict[str, float] = Field(default_factory=dict)
@@ -207,15 +210,13 @@ class Runner:
             self.problem = self._import_problem()
             self.init_inputs, self.reference = self._build_reference()
 
-        timing_inputs = None
         if job.baselines:
             with self.phase("baselines"):
                 from evaluator import baselines
 
-                timing_inputs = self.make_inputs(job.seed)
                 try:
-                    self.report.baselines = baselines.measure(
-                        job.baselines, self.reference, timing_inputs, job.timing, self.dev, _log
+                    self.report.baselines, self.report.baseline_timing = baselines.measure(
+                        job.baselines, self.reference, self.fresh_inputs, job.timing, self.dev, _log
                     )
                 except Exception as exc:  # noqa: BLE001  the eager reference itself failed
                     raise ProblemFailure(
@@ -249,11 +250,12 @@ class Runner:
             self.report.verdict = Verdict.INCORRECT
             return
 
-        if job.measure_timing:
+        from evaluator.integrity import REJECTING_FLAGS, rejection_message
+
+        # No GPU time for losers: a candidate already rejected is not timed.
+        if job.measure_timing and not any(f in REJECTING_FLAGS for f in self.flags):
             with self.phase("timing"):
-                if timing_inputs is None:
-                    timing_inputs = self.make_inputs(job.seed)
-                self._time(fn, timing_inputs)
+                self._time(fn)
             # --- integrity: the timer untouched, the time physically possible ---
             self.flags += guard.verify()
             if self.report.timing is not None:
@@ -266,8 +268,6 @@ class Runner:
                     )
                 self._add_integrity_flags(flags, {f: detail for f in flags})
             # ---
-
-        from evaluator.integrity import REJECTING_FLAGS, rejection_message
 
         if any(f in REJECTING_FLAGS for f in self.flags):
             self.report.verdict = Verdict.REJECTED
@@ -325,8 +325,10 @@ class Runner:
             raise ProblemFailure(f"constructing the problem's Model raised {exception_line(exc)}") from exc
         return init_inputs, model
 
-    def make_inputs(self, seed: int) -> list[Any]:
-        """Inputs for one seed, created on the device (torch.rand in get_inputs allocates there)."""
+    def make_inputs(self, seed: int, sync: bool = True) -> list[Any]:
+        """Inputs for one seed, created on the device (torch.rand in get_inputs allocates there).
+        `sync=False` leaves their generation queued on the stream (the timer's fresh inputs: a
+        host that waits for each set would leave the GPU idle between timed calls)."""
         start = time.perf_counter()
         torch = self.torch
         self.seed_all(seed)
@@ -338,7 +340,8 @@ class Runner:
         if not isinstance(inputs, list | tuple):
             raise ProblemFailure(f"get_inputs() must return a list of inputs, not {type(inputs).__name__}")
         inputs = [self._prepare(x) for x in inputs]
-        self.sync()
+        if sync:
+            self.sync()
         self._inputs_s += time.perf_counter() - start
         return inputs
 
@@ -397,12 +400,9 @@ class Runner:
 
     def _correctness(self, fn: Callable[..., Any]) -> bool:
         from evaluator.correctness import (
-            Comparison,
             clone_tree,
-            compare,
             poison_free_memory,
             same_values,
-            scrub,
             tensors_in,
         )
 
@@ -423,18 +423,8 @@ class Runner:
             if INPUT_MODIFIED not in self.flags and not same_values(inputs, pristine):
                 self.flags.append(INPUT_MODIFIED)
             del inputs
-            try:
-                with torch.no_grad():
-                    ref = self.reference(*pristine)
-                self.sync()
-            except Exception as exc:  # noqa: BLE001
-                raise ProblemFailure(f"the reference Model's forward raised {exception_line(exc)}") from exc
-            try:
-                result = compare(out, ref, atol, rtol)
-            except Exception as exc:  # noqa: BLE001  exotic output objects
-                result = Comparison(ok=False, message=f"the output cannot be compared: {exception_line(exc)}")
-            scrub(ref)
-            del ref, out, pristine
+            result = self.compare_with_reference(out, pristine)
+            del out, pristine
             max_abs, max_rel = max(max_abs, result.max_abs_err), max(max_rel, result.max_rel_err)
             if not result.ok:
                 message = f"{where}: {result.message}"
@@ -497,23 +487,56 @@ class Runner:
             if details.get(flag):
                 _log(f"integrity: {flag}: {details[flag]}")
 
-    def _time(self, fn: Callable[..., Any], inputs: list[Any]) -> None:
-        from evaluator.timing import time_callable
+    def fresh_inputs(self) -> tuple[int, list[Any]]:
+        """A new input set under a secret seed: drawn here, after the candidate was loaded, so
+        neither the job file nor anything the candidate computed ahead can know it."""
+        seed = secrets.randbelow(1 << 31)
+        return seed, self.make_inputs(seed, sync=False)
 
-        torch = self.torch
-
-        def call() -> Any:
-            return fn(*inputs)
+    def compare_with_reference(self, out: Any, pristine: list[Any]) -> Any:
+        """The reference on `pristine` inputs (computed now, after the candidate's call, and
+        overwritten before it is freed) compared with `out`: a correctness.Comparison."""
+        from evaluator.correctness import Comparison, compare, scrub
 
         try:
-            with torch.no_grad():
-                stats = time_callable(call, self.job.timing, self.dev)
+            with self.torch.no_grad():
+                ref = self.reference(*pristine)
+            self.sync()
+        except Exception as exc:  # noqa: BLE001
+            raise ProblemFailure(f"the reference Model's forward raised {exception_line(exc)}") from exc
+        try:
+            result = compare(out, ref, self.job.settings.atol, self.job.settings.rtol)
+        except Exception as exc:  # noqa: BLE001  exotic output objects
+            result = Comparison(ok=False, message=f"the output cannot be compared: {exception_line(exc)}")
+        scrub(ref)
+        return result
+
+    def check_outputs(self, seed: int, out: Any) -> str | None:
+        """Compare one timed call's outputs with the reference on the same seed's inputs, made
+        again (the candidate may have written to the ones it was given)."""
+        result = self.compare_with_reference(out, self.make_inputs(seed))
+        return None if result.ok else result.message or "outputs differ from the reference"
+
+    def _time(self, fn: Callable[..., Any]) -> None:
+        from evaluator.timing import TIMED_OUTPUT_MISMATCH, Subject, time_subject
+
+        subject = Subject(call=lambda inputs: fn(*inputs), fresh=self.fresh_inputs, check=self.check_outputs)
+        try:
+            with self.torch.no_grad():
+                stats = time_subject(subject, self.job.timing, self.dev)
+        except (ProblemFailure, Stop):
+            raise
         except Exception as exc:  # noqa: BLE001
             raise Stop(
                 Verdict.RUNTIME_ERROR,
                 f"the kernel raised {exception_line(exc)} (timing)",
                 traceback.format_exc(),
             ) from None
+        if TIMED_OUTPUT_MISMATCH in stats.flags:
+            self._add_integrity_flags(
+                [TIMED_OUTPUT_MISMATCH], {TIMED_OUTPUT_MISMATCH: f"a timed call: {stats.mismatch}"}
+            )
+            return  # no numbers: they timed something other than the checked kernel
         self.flags.extend(stats.flags)
         self.report.timing = Timing(**stats.as_result())
 

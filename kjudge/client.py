@@ -6,6 +6,10 @@
         sub = kj.wait(ref.id)
         print(sub.verdict, sub.result.speedup if sub.result else None)
 
+`submit(..., profile=True)` asks for a hardware profile after a correct verdict: it arrives as
+`sub.result.profile` (evaluator.profiling.models.Profile: per-kernel numbers and a one-line
+`bottleneck`; `available` false with a `message` where none could be made).
+
 Every submission carries an idempotency key (generated when not given), so the client retries
 connection failures, 429 and 503 without ever creating a second submission.
 """
@@ -113,6 +117,7 @@ class _Base:
         metadata: Mapping[str, Any] | None,
         reuse: bool,
         idempotency_key: str | None,
+        profile: bool = False,
     ) -> _Call:
         body: dict[str, Any] = {
             "problem_id": problem_id,
@@ -126,6 +131,8 @@ class _Base:
             body["entry"] = entry
         if metadata:
             body["metadata"] = dict(metadata)
+        if profile:
+            body["profile"] = True
         return _Call(
             "POST",
             "/v1/submissions",
@@ -206,9 +213,10 @@ class Client(_Base):
         metadata: Mapping[str, Any] | None = None,
         reuse: bool = False,
         idempotency_key: str | None = None,
+        profile: bool = False,
     ) -> SubmissionAccepted:
         call = self._submit_call(
-            problem_id, source, language, target, entry, metadata, reuse, idempotency_key
+            problem_id, source, language, target, entry, metadata, reuse, idempotency_key, profile
         )
         return SubmissionAccepted.model_validate(self._send(call))
 
@@ -337,9 +345,10 @@ class AsyncClient(_Base):
         metadata: Mapping[str, Any] | None = None,
         reuse: bool = False,
         idempotency_key: str | None = None,
+        profile: bool = False,
     ) -> SubmissionAccepted:
         call = self._submit_call(
-            problem_id, source, language, target, entry, metadata, reuse, idempotency_key
+            problem_id, source, language, target, entry, metadata, reuse, idempotency_key, profile
         )
         return SubmissionAccepted.model_validate(await self._send(call))
 

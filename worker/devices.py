@@ -11,10 +11,14 @@ import sys
 
 from pydantic import BaseModel
 
+from evaluator.targets import rocm as rocm_target
+
 
 class Gpu(BaseModel):
     index: int  # torch's ordinal inside the launcher's own visibility
-    visible_id: str  # what to put in CUDA_/HIP_VISIBLE_DEVICES to pin a child to this GPU
+    # What pins a child to this GPU alone: CUDA_VISIBLE_DEVICES on NVIDIA, ROCR_VISIBLE_DEVICES on
+    # ROCm (evaluator/targets/rocm.py: HIP_VISIBLE_DEVICES counts inside ROCR's list).
+    visible_id: str
     backend: str  # cuda | rocm
     arch: str  # sm_90, gfx942, ...
     name: str
@@ -31,10 +35,13 @@ def _probe() -> list[Gpu]:
     if not torch.cuda.is_available():
         return []
     rocm = bool(getattr(torch.version, "hip", None))
-    var = "HIP_VISIBLE_DEVICES" if rocm else "CUDA_VISIBLE_DEVICES"
-    visible = [v.strip() for v in os.environ.get(var, "").split(",") if v.strip()]
+    count = torch.cuda.device_count()
+    if rocm:
+        visible = rocm_target.physical_ids(os.environ, count)
+    else:
+        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     gpus = []
-    for i in range(torch.cuda.device_count()):
+    for i in range(count):
         props = torch.cuda.get_device_properties(i)
         arch = props.gcnArchName.split(":")[0] if rocm else f"sm_{props.major}{props.minor}"
         gpus.append(

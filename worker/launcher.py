@@ -1,4 +1,5 @@
-"""One Celery worker process per GPU, each pinned with CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES.
+"""One Celery worker process per GPU, each pinned with CUDA_VISIBLE_DEVICES (NVIDIA) or
+ROCR_VISIBLE_DEVICES (ROCm, with HIP_/CUDA_VISIBLE_DEVICES removed: evaluator/targets/rocm.py).
 
 Why processes and not Celery concurrency: a pinned process sees exactly one device (as device 0),
 so a crashing or hanging evaluation can only ever affect its own GPU, and each process consumes
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from evaluator.targets import rocm as rocm_target
 from worker import routing
 from worker.devices import Gpu, host_isa
 
@@ -48,8 +50,10 @@ class WorkerSpec(BaseModel):
         env["KJUDGE_WORKER_QUEUES"] = ",".join(self.queues)
         if self.gpu is not None:
             env["KJUDGE_WORKER_GPU"] = self.gpu.visible_id
-            var = "HIP_VISIBLE_DEVICES" if self.backend == "rocm" else "CUDA_VISIBLE_DEVICES"
-            env[var] = self.gpu.visible_id
+            if self.backend == "rocm":
+                env = rocm_target.pinned_env(env, self.gpu.visible_id)
+            else:
+                env["CUDA_VISIBLE_DEVICES"] = self.gpu.visible_id
         else:
             env.pop("KJUDGE_WORKER_GPU", None)
             # A CPU worker must not grab a GPU by accident.

@@ -48,6 +48,7 @@ class Claim:
     queue: str
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    profile: bool = False  # profile mode: EvalOptions(profile=True)
     claimed_at: datetime | None = None
 
 
@@ -110,6 +111,7 @@ def claim(
         metadata=dict(sub.meta or {}),
         created_at=sub.created_at,
         claimed_at=now,
+        profile=bool(sub.profile),
     )
     session.commit()
     return claim_

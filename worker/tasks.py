@@ -156,7 +156,7 @@ def _evaluate(claimed: store.Claim) -> Result:
         raise PermanentFailure(f"kjudge cannot load this submission: {exc}") from exc
     # A GPU worker may also serve CPU targets (the embedded worker takes every queue it can).
     device = "cpu" if claimed.queue.startswith("eval.cpu") else wsettings.eval_device
-    options = EvalOptions(device=device, cache_dir=settings.home_dir / "cache")
+    options = EvalOptions(device=device, cache_dir=settings.home_dir / "cache", profile=claimed.profile)
 
     def on_status(status: Status) -> None:
         if status in (Status.COMPILING, Status.RUNNING):

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from evaluator.result import Target
@@ -131,3 +132,44 @@ def hipify_cuda_source(source: str) -> str:
         result = results.get(str(path)) or results.get(os.path.abspath(path))
         hipified = getattr(result, "hipified_path", None) if result is not None else None
         return Path(hipified).read_text() if hipified else source
+
+
+# --- device pinning -----------------------------------------------------------------------------
+# ROCm has two layers of visibility. ROCR_VISIBLE_DEVICES (the ROCr runtime, below HIP) picks
+# physical GPUs (indices or UUIDs); HIP_VISIBLE_DEVICES — and CUDA_VISIBLE_DEVICES, which HIP
+# honours alike — then index *inside* that list. Pinning a process to GPU n with both set to n
+# leaves it no GPU for n != 0 (GPU n of a one-GPU list does not exist), so a pinned process gets
+# ROCR_VISIBLE_DEVICES=n and neither HIP_ nor CUDA_VISIBLE_DEVICES: it sees GPU n as device 0.
+ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
+INNER_VISIBLE = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def _id_list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def physical_ids(env: Mapping[str, str], count: int) -> list[str]:
+    """For each GPU a process started with `env` numbers 0..count-1 (torch's device index), the
+    id to put in ROCR_VISIBLE_DEVICES to pin a process to that GPU alone. HIP_VISIBLE_DEVICES
+    (else CUDA_VISIBLE_DEVICES) selects by position inside ROCR_VISIBLE_DEVICES' list."""
+    rocr = _id_list(env.get(ROCR_VISIBLE))
+    inner = _id_list(env.get(INNER_VISIBLE[0]))
+    if inner is None:
+        inner = _id_list(env.get(INNER_VISIBLE[1]))
+    ids = []
+    for i in range(count):
+        chosen = inner[i] if inner is not None and i < len(inner) else str(i)
+        if rocr is not None and chosen.isdigit() and int(chosen) < len(rocr):
+            chosen = rocr[int(chosen)]
+        ids.append(chosen)
+    return ids
+
+
+def pinned_env(env: Mapping[str, str], rocr_id: str) -> dict[str, str]:
+    """`env` for a process that must see exactly the GPU `rocr_id` (from physical_ids), as
+    device 0: ROCR_VISIBLE_DEVICES=<rocr_id>, HIP_/CUDA_VISIBLE_DEVICES removed."""
+    pinned = {k: v for k, v in env.items() if k not in INNER_VISIBLE}
+    pinned[ROCR_VISIBLE] = rocr_id
+    return pinned

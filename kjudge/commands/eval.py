@@ -36,6 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default=None,
         help="also time torch.compile(reference) (default: on GPU targets only)",
     )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after a correct verdict, profile the kernel's own GPU kernels (ncu / rocprofv3) into `profile`",
+    )
+    p.add_argument(
+        "--profile-timeout", type=float, default=300.0, help="wall-clock limit of the profiled run, seconds"
+    )
     p.set_defaults(handler=run)
 
 
@@ -56,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--trials must be at least 1")
     if args.timeout <= 0:
         return _usage("--timeout must be positive")
+    if args.profile_timeout <= 0:
+        return _usage("--profile-timeout must be positive")
     try:
         problem = Problem.from_file(args.problem)
         submission = Submission.from_file(
@@ -71,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         measure_timing=not args.no_timing,
         baselines=not args.no_baselines,
         compile_baseline=args.compile_baseline,
+        profile=args.profile,
+        profile_timeout_s=args.profile_timeout,
     )
     try:
         result = evaluate(problem, submission, options)

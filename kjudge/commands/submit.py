@@ -46,6 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="more metadata (repeatable)"
     )
     p.add_argument("--reuse", action="store_true", help="reuse the stored result of an identical submission")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="add a hardware profile of the kernel (result.profile) after a correct verdict",
+    )
     p.add_argument("--wait", action="store_true", help="wait for the verdict and print it")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds --wait waits (default 900)")
     _common(p)
@@ -145,6 +150,7 @@ def run_submit(args: argparse.Namespace) -> int:
                 entry=args.entry,
                 metadata=metadata,
                 reuse=args.reuse,
+                profile=args.profile,
             )
             if not args.wait:
                 print(ref.model_dump_json() if args.json else f"{ref.id} {ref.status}")
@@ -228,5 +234,9 @@ def _print_submission(sub: Any, as_json: bool) -> None:
         print(f"  target: {target.get('backend')} {target.get('arch')} ({target.get('device')})")
     if res.get("flags"):
         print(f"  flags: {', '.join(res['flags'])}")
+    profile = res.get("profile") or {}
+    if profile:
+        line = profile.get("bottleneck") if profile.get("available") else f"none: {profile.get('message')}"
+        print(f"  profile: {line}")
     if sub.reused_from:
         print(f"  reused the result of {sub.reused_from}")

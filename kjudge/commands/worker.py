@@ -13,8 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "worker",
         help="run evaluation workers: one process per GPU, pinned, concurrency 1",
         description=(
-            "Starts one Celery worker per selected GPU, each pinned with CUDA_VISIBLE_DEVICES or "
-            "HIP_VISIBLE_DEVICES and consuming the queues of its architecture (worker/routing.py). "
+            "Starts one Celery worker per selected GPU, each pinned with CUDA_VISIBLE_DEVICES (NVIDIA) or "
+            "ROCR_VISIBLE_DEVICES (ROCm) and consuming the queues of its architecture (worker/routing.py). "
             "With neither --gpus nor --cpu: every GPU, or a CPU worker on a machine without one. "
             "Broker and database come from KJUDGE_BROKER_URL / KJUDGE_DATABASE_URL."
         ),

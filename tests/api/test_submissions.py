@@ -200,3 +200,27 @@ def test_listing_filters(client, db):
         "items"
     ][0]
     assert item["result"]["verdict"] == "incorrect"
+
+
+def test_profile_flag_is_stored_returned_and_kept_apart_by_reuse(client, db, rds):
+    plain = client.post("/v1/submissions", json=submission()).json()["id"]
+    asked = client.post("/v1/submissions", json=submission(profile=True))
+    assert asked.status_code == 202
+    profiled = asked.json()["id"]
+    assert client.get(f"/v1/submissions/{profiled}").json()["profile"] is True
+    assert client.get(f"/v1/submissions/{plain}").json()["profile"] is False
+    assert db.scalar(sa.select(Submission.profile).where(Submission.id == profiled)) is True
+    # A finished result without a profile cannot answer a request for one.
+    _finish(db, plain)
+    rds.flushdb()
+    again = client.post("/v1/submissions", json=submission(profile=True, reuse=True)).json()
+    assert again["status"] == "queued" and again["reused_from"] is None
+    assert queued_ids(rds) == [again["id"]]
+    _finish(db, profiled)
+    reused = client.post("/v1/submissions", json=submission(profile=True, reuse=True)).json()
+    assert reused["status"] == "done" and reused["reused_from"] == profiled
+    # The same Idempotency-Key with and without a profile is two different requests.
+    headers = {"Idempotency-Key": "profile-key"}
+    assert client.post("/v1/submissions", json=submission(), headers=headers).status_code == 202
+    clash = client.post("/v1/submissions", json=submission(profile=True), headers=headers)
+    assert clash.status_code == 409

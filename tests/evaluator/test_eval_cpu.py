@@ -142,6 +142,8 @@ def test_hang_is_timeout_then_next_evaluation_works(cpu_options: EvalOptions) ->
 def test_python_candidates(cpu_options: EvalOptions, case: str, verdict: Verdict, needle: str) -> None:
     result = run(cpu_options, CASES / case)
     assert_verdict(result, verdict, needle)
+    # No time for losers: an incorrect or rejected candidate is never timed.
+    assert result.timing is None and "timing" not in result.durations_s, result.durations_s
 
 
 # -- bad input -------------------------------------------------------------------------------

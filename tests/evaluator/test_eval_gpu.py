@@ -45,6 +45,10 @@ def test_example_correct_on_gpu(gpu_options: EvalOptions, name: str) -> None:
     assert result.speedup is not None and result.speedup.vs_eager and result.speedup.vs_compile
     assert result.correctness is not None and result.correctness.passed == 3
     assert "side_stream_work" not in result.flags
+    # A ~5 us kernel: timed many calls at a time, the launch cost reported apart, calls checked.
+    assert result.timing.method in ("cuda_graph", "back_to_back_events"), result.timing
+    assert result.timing.calls_per_sample >= 8 and result.timing.launch_overhead_us is not None
+    assert result.timing.checked_calls >= 1
     # The roofline report, from the ceilings the parent measured once for this device.
     roof = result.roofline
     assert roof is not None and roof.device == result.target.device

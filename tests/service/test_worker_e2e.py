@@ -69,8 +69,10 @@ def test_submit_reaches_done_with_the_evaluators_verdict(
     worker = start_worker()
     good = submit(api, problem_id, CORRECT, metadata={"model": "m1", "run_id": "r1"})
     bad = submit(api, problem_id, WRONG)
+    profiled = submit(api, problem_id, CORRECT, profile=True)
     done_good = wait_final(api, good, worker)
     done_bad = wait_final(api, bad, worker)
+    done_profiled = wait_final(api, profiled, worker)
 
     assert (done_good["status"], done_good["verdict"]) == ("done", "correct"), done_good
     result = done_good["result"]
@@ -79,6 +81,12 @@ def test_submit_reaches_done_with_the_evaluators_verdict(
     assert result["target"]["backend"] == "cpu"
     assert result["metadata"]["model"] == "m1"
     assert "queued" in result["durations_s"]
+    assert "profile" not in result or result["profile"] is None
+    # "profile": true reaches the evaluator through the claim: on the cpu target it says why
+    # there is none, and the verdict is the plain run's
+    assert (done_profiled["verdict"], done_profiled["profile"]) == ("correct", True), done_profiled
+    assert done_profiled["result"]["profile"]["available"] is False
+    assert "cpu target" in done_profiled["result"]["profile"]["message"]
     assert (done_bad["status"], done_bad["verdict"]) == ("done", "incorrect"), done_bad
     assert done_bad["result"]["correctness"]["max_abs_err"] > 0
     for sid in (good, bad):

@@ -41,8 +41,25 @@ def test_each_gpu_process_is_pinned_to_its_own_device() -> None:
     assert envs[0]["KJUDGE_WORKER_QUEUES"] == "eval.cuda.sm_90,eval.cuda,eval.any"
     assert envs[0]["KJUDGE_WORKER_BACKEND"] == "cuda" and envs[0]["KJUDGE_WORKER_ARCH"] == "sm_90"
     rocm = gpu_spec(MI300[0]).child_env({})
-    assert rocm["HIP_VISIBLE_DEVICES"] == "0" and "CUDA_VISIBLE_DEVICES" not in rocm
+    assert rocm["ROCR_VISIBLE_DEVICES"] == "0" and "CUDA_VISIBLE_DEVICES" not in rocm
+    assert "HIP_VISIBLE_DEVICES" not in rocm
     assert rocm["KJUDGE_WORKER_QUEUES"] == "eval.hip.gfx942,eval.rocm,eval.any"
+
+
+def test_a_pinned_rocm_worker_sees_its_gpu_as_device_0() -> None:
+    """ROCR_VISIBLE_DEVICES picks the GPU; HIP_/CUDA_VISIBLE_DEVICES index inside its list, so
+    leaving them at the same non-zero index (or the operator's list) would leave no GPU."""
+    mi300s = [
+        Gpu(index=i, visible_id=str(i + 4), backend="rocm", arch="gfx942", name="AMD Instinct MI300X")
+        for i in range(2)
+    ]
+    base = {"PATH": "/usr/bin", "HIP_VISIBLE_DEVICES": "4,5", "CUDA_VISIBLE_DEVICES": "4,5"}
+    envs = [gpu_spec(g).child_env(base) for g in mi300s]
+    assert [e["ROCR_VISIBLE_DEVICES"] for e in envs] == ["4", "5"]
+    for env in envs:
+        assert "HIP_VISIBLE_DEVICES" not in env and "CUDA_VISIBLE_DEVICES" not in env
+    assert [e["KJUDGE_WORKER_GPU"] for e in envs] == ["4", "5"]
+    assert [gpu_spec(g).name for g in mi300s] == ["gpu4", "gpu5"]
 
 
 def test_cpu_worker_sees_no_gpu() -> None:
@@ -87,7 +104,7 @@ def test_real_gpus_are_listed_and_pinned_one_per_process() -> None:
             major, minor = torch.cuda.get_device_capability(gpu.index)
             assert gpu.arch == f"sm_{major}{minor}" and spec.queues[0] == f"eval.cuda.sm_{major}{minor}"
         env = spec.child_env({})
-        assert env["CUDA_VISIBLE_DEVICES" if expected == "cuda" else "HIP_VISIBLE_DEVICES"] == gpu.visible_id
+        assert env["CUDA_VISIBLE_DEVICES" if expected == "cuda" else "ROCR_VISIBLE_DEVICES"] == gpu.visible_id
 
 
 def test_kjudge_worker_explains_a_missing_gpu() -> None:

@@ -63,6 +63,13 @@ def test_claim_is_exclusive_and_carries_the_problem(
     assert row["lease_expires_at"] > store.utcnow()
 
 
+def test_claim_carries_the_profile_request(session: Session, rows: Rows, pid: str) -> None:
+    plain = _claim(session, rows.submission(pid))
+    profiled = _claim(session, rows.submission(pid, profile=True))
+    assert isinstance(plain, store.Claim) and isinstance(profiled, store.Claim)
+    assert (plain.profile, profiled.profile) == (False, True)
+
+
 def test_unknown_and_finished_submissions_are_refused(
     session: Session, engine: sa.Engine, rows: Rows, pid: str
 ) -> None:
