@@ -197,6 +197,8 @@ def _correct_section(result: Result) -> list[str]:
 
 def _profile_line(result: Result) -> str | None:
     profile = getattr(result, "profile", None)
+    if hasattr(profile, "model_dump"):  # evaluator.profiling's Profile model
+        profile = profile.model_dump()
     if isinstance(profile, dict):
         line = profile.get("bottleneck")
         if not line:

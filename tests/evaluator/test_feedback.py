@@ -4,6 +4,7 @@ End-to-end feedback of real evaluations is asserted in tests/rewards/test_adapto
 from __future__ import annotations
 
 from evaluator.feedback import MAX_CHARS, compile_errors, feedback, scrub
+from evaluator.profiling.models import Profile
 from evaluator.result import Baseline, Correctness, Logs, Result, Roofline, Speedup, Timing, Verdict
 
 SOURCE = "#include <torch/extension.h>\n\ntorch::Tensor forward(torch::Tensor x) {\n    auto y = x.clamp_min(0)\n    return y;\n}\n"
@@ -91,7 +92,7 @@ def test_correct_reports_speedup_roofline_headroom_and_the_profile() -> None:
             limiter="memory",
             device="d",
         ),
-        profile={"bottleneck": "relu_kernel: memory-bound at 62% of DRAM peak"},
+        profile=Profile(available=True, bottleneck="relu_kernel: memory-bound at 62% of DRAM peak"),
     )
     text = feedback(result)
     assert "2.00x speedup vs eager, 1.20x vs torch.compile" in text
@@ -119,3 +120,8 @@ def test_every_integrity_flag_has_its_sentence() -> None:
 
     missing = (set(integrity.REJECTING_FLAGS) | {integrity.NO_CUSTOM_KERNEL}) - set(FLAG_SENTENCES)
     assert not missing, f"add a sentence to evaluator/feedback.py FLAG_SENTENCES for {sorted(missing)}"
+
+
+def test_no_profile_line_without_a_bottleneck() -> None:
+    result = _result(Verdict.CORRECT, profile=Profile(available=False, message="profile mode is off"))
+    assert "Profile:" not in feedback(result)
