@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     running_lease_s: float = 30.0
     lease_renew_s: float = 5.0
     max_attempts: int = 3  # deliveries before a submission is marked `error`
+    # Time the torch.compile baseline too (once per problem, device and torch version; cached).
+    # None: on GPU targets. Off shortens a fresh host's first evaluation of each problem by the
+    # inductor compile (20-40 s), at the cost of `speedup.vs_compile`.
+    compile_baseline: bool | None = None
 
     @property
     def home_dir(self) -> Path:

@@ -63,7 +63,9 @@ FINAL = ("done", "error")
 class Server:
     """`kjudge serve` in its own session, on a private home; stopped (the whole group) at exit."""
 
-    def __init__(self, home: Path, port: int, compile_pool: int | None, log_path: Path) -> None:
+    def __init__(
+        self, home: Path, port: int, compile_pool: int | None, log_path: Path, compile_baseline: bool = True
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
         env |= {
             "KJUDGE_HOME": str(home),
@@ -71,6 +73,9 @@ class Server:
         }
         if compile_pool:
             env["KJUDGE_WORKER_COMPILE_POOL"] = str(compile_pool)
+        if not compile_baseline:
+            # Steady state never measures it (cached per problem); only the warm-up would.
+            env["KJUDGE_COMPILE_BASELINE"] = "false"
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -389,6 +394,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         },
         "target": args.target,
         "seed": args.seed,
+        "compile_baseline": not args.no_compile_baseline,
         "host": {"cores": len(os.sched_getaffinity(0)), "compile_pool": compile_pool_size(args)},
         "stream": {
             "problems": list(sources),
@@ -469,6 +475,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--seed", type=int, default=int(time.time()) % 10_000, help="which new kernels (default: new)"
     )
+    p.add_argument(
+        "--no-compile-baseline",
+        action="store_true",
+        help="the started server skips the torch.compile baseline (a shorter warm-up; steady state is the same)",
+    )
     p.add_argument("--url", help="an already running kjudge serve (else one is started)")
     p.add_argument("--home", type=Path, help="KJUDGE_HOME for the started server (default: fresh)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -485,7 +496,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.url is None:
             reset_queue(home)
-            server = Server(home, free_port(), args.compile_pool, home.parent / f"{home.name}-serve.log")
+            server = Server(
+                home,
+                free_port(),
+                args.compile_pool,
+                home.parent / f"{home.name}-serve.log",
+                compile_baseline=not args.no_compile_baseline,
+            )
             server.wait_healthy()
             print(f"kjudge serve at {server.url}, home {home}, log {server.log_path}", file=sys.stderr)
         report = asyncio.run(run(args, args.url or server.url))  # type: ignore[union-attr]

@@ -259,7 +259,13 @@ def eval_options(device: str, profile: bool = False) -> EvalOptions:
     pool made is the one the run stage looks up."""
     from evaluator.options import EvalOptions
 
-    return EvalOptions(device=device, cache_dir=get_settings().home_dir / "cache", profile=profile)
+    settings = get_settings()
+    return EvalOptions(
+        device=device,
+        cache_dir=settings.home_dir / "cache",
+        profile=profile,
+        compile_baseline=settings.compile_baseline,
+    )
 
 
 def _evaluate(claimed: store.Claim, handed_off: bool = False) -> Result:
