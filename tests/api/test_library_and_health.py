@@ -108,9 +108,12 @@ def test_health_ready_metrics_dashboard(client):
     assert 'kjudge_submissions{status="queued"} 1.0' in metrics
     assert 'kjudge_http_requests_total{method="POST",route="/v1/submissions",status="202"}' in metrics
     page = client.get("/")
-    assert page.status_code == 200 and "/v1/submissions" in page.text and "<table>" in page.text
+    assert page.status_code == 200 and "/static/dashboard.js" in page.text
+    script = client.get("/static/dashboard.js")
+    assert script.status_code == 200 and "/v1/submissions" in script.text
     # a submission's detail shows its profile (profile mode): the bottleneck line and the kernels
-    assert "r.profile" in page.text and "p.bottleneck" in page.text and 'id="d-kernels"' in page.text
+    assert "function profileHtml" in script.text and "profile.bottleneck" in script.text
+    assert "profile.kernels" in script.text
     spec = client.get("/openapi.json").json()
     for path in ("/v1/submissions", "/v1/submissions/{submission_id}", "/v1/batches", "/v1/batches/{batch_id}",
                  "/v1/problems", "/v1/problems/{problem_ref}", "/v1/leaderboard", "/healthz", "/readyz", "/metrics"):  # fmt: skip
