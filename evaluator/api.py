@@ -445,7 +445,10 @@ def prebuild(
     early = precheck(submission.source, language)
     if early:
         result = _verdict_result(problem, submission, Verdict.COMPILE_ERROR, early, target=target)
-        return BuildOutcome(target=target, result=_finish(problem, result, durations, started))
+        return BuildOutcome(
+            target=target,
+            result=_completed(_finish(problem, result, durations, started), submission, options),
+        )
     if _builds_inline(language, submission.source, target):
         return _prebuild_inline(submission, options, cache_dir, target, started)
     if language not in NATIVE_LANGUAGES:
@@ -462,7 +465,10 @@ def prebuild(
     )
     durations["compile"] = time.monotonic() - started
     if not build.ok:
-        result = _finish(problem, _build_failed(problem, build, base), durations, started)
+        # The compile stage's verdict is final: it gets the same last touches as evaluate's.
+        result = _completed(
+            _finish(problem, _build_failed(problem, build, base), durations, started), submission, options
+        )
         return BuildOutcome(target=target, result=result, log=build.log[-LOG_TAIL:])
     return BuildOutcome(
         target=target,
