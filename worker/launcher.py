@@ -128,7 +128,7 @@ def pipelined(specs: Sequence[WorkerSpec], pool_size: int | None = None) -> list
     """One host as a pipeline: the device workers become run stages (one per GPU, each on cores
     of its own, consuming only this host's run queue of its target) and one compile pool, sized
     from the cores and memory left, consumes every eval queue they served."""
-    host = socket.gethostname()
+    host = os.environ.get("KJUDGE_WORKER_HOST") or socket.gethostname()
     plan = pipeline.plan_cpus(
         pipeline.available_cpus(), len(specs), pipeline.available_memory(), pool_override=pool_size
     )
@@ -264,6 +264,12 @@ class Supervisor:
             if len(self.drained) == len(self.specs):
                 log.info("every worker drained; the launcher exits")
                 return 0
+            devices = [s for s in self.specs if s.stage != "compile"]
+            if devices and len(devices) < len(self.specs) and all(s.name in self.drained for s in devices):
+                # A pipelined host whose every run stage was drained: its compile pool would only
+                # claim jobs that no device here will take. It finishes its builds and leaves too.
+                log.info("every run stage drained; stopping the compile pool and exiting")
+                return self.stop()
             if not self._parent_alive():
                 log.warning("the process that started the workers is gone; stopping them")
                 break

@@ -94,6 +94,9 @@ class NetnsHost:
                     "worker",
                     "--cpu",
                     "--take-any",
+                    # One process per host, as this test's lease and link checks were written
+                    # for; the pipelined layout's kills are tests/service/test_worker_pipeline.py's.
+                    "--serial",
                 ],
                 env={**env, "KJUDGE_WORKER_HOST": self.name},
                 cwd=REPO,
