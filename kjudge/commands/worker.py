@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         print(f"kjudge worker: {exc}", file=sys.stderr)
         return 2
-    if not args.serial:
+    # KJUDGE_WORKER_SERIAL=1: the same as --serial, for the worker `kjudge serve` starts itself.
+    if not (args.serial or os.environ.get("KJUDGE_WORKER_SERIAL") == "1"):
         # `kjudge serve` starts the worker itself: its pool size comes through the environment.
         pool = args.compile_pool or int(os.environ.get("KJUDGE_WORKER_COMPILE_POOL") or 0) or None
         specs = pipelined(specs, pool_size=pool)

@@ -93,7 +93,9 @@ def served_defaults(
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kjudge", "serve", "--port", str(port)],
-            env=_embedded_env(home),
+            # The one-process worker these recovery and drain checks were written for; the
+            # pipelined layout's kills are tests/service/test_worker_pipeline.py's.
+            env={**_embedded_env(home), "KJUDGE_WORKER_SERIAL": "1"},
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
