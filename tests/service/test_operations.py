@@ -241,7 +241,9 @@ def default_worker(service_env: dict[str, str], tmp_path: Path) -> Iterator[Call
     started: list[WorkerProcess] = []
 
     def start() -> WorkerProcess:
-        w = WorkerProcess(_default_leases(service_env), tmp_path / f"worker{len(started)}.log")
+        # The one-process layout these kill and drain checks were written for, as in
+        # served_defaults; the pipelined layout's are tests/service/test_worker_pipeline.py's.
+        w = WorkerProcess(_default_leases(service_env), tmp_path / f"worker{len(started)}.log", ("--serial",))
         started.append(w)
         return w
 
