@@ -117,7 +117,7 @@ def prepare(device: str, cache_dir: Path) -> list[str]:
             )
     from evaluator.build import prepare_toolchain
 
-    lines.append(prepare_toolchain(_native_cache(cache_dir)).strip())
+    lines.append(prepare_toolchain(_native_cache(cache_dir), target.backend).strip())
     return lines
 
 
@@ -278,10 +278,9 @@ def _evaluate(
         # --- sandbox: the header its load_inline builds use is built here, trusted, and bound
         # read-only into the run; a run never builds one where later runs would pick it up ---
         t = time.monotonic()
-        from evaluator.build.pch import ensure_pch
-        from evaluator.build.toolchain import host_compiler
+        from evaluator.build.prepare import ensure_toolchain
 
-        compile_log += ensure_pch(_native_cache(cache_dir), host_compiler(), timeout_s=900)[1]
+        compile_log += ensure_toolchain(_native_cache(cache_dir), target.backend)
         durations["pch"] = time.monotonic() - t
     notify(Status.RUNNING)
     env = child_env(scratch, cache_dir, target.backend)
@@ -486,10 +485,9 @@ def _prebuild_inline(
     device (evaluator/build/ahead.py), the shim writing where the run's will read. Decides no
     verdict: whatever went wrong, the run meets it again and reports it as it always did."""
     from evaluator.build.ahead import AheadJob, AheadReport
-    from evaluator.build.pch import ensure_pch
-    from evaluator.build.toolchain import host_compiler
+    from evaluator.build.prepare import ensure_toolchain
 
-    log = ensure_pch(_native_cache(cache_dir), host_compiler(), timeout_s=900)[1]
+    log = ensure_toolchain(_native_cache(cache_dir), target.backend)
     if options.scratch_root is not None:
         options.scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="kjudge-ahead-", dir=options.scratch_root)).resolve()

@@ -187,12 +187,17 @@ def _prepare_compile(wsettings: WorkerSettings) -> None:
     from worker.compile_stage import probe
 
     try:
-        log.info(
-            "compile pool prepared: %s", prepare_toolchain(_native_cache(get_settings().home_dir / "cache"))
-        )
+        backends = set()
         for target in pipeline.load_targets(wsettings.stage_targets):
             found = probe(target)
+            backends.add(found.backend)
             log.info("compile pool builds %s for %s %s", target.run_queue, found.backend.value, found.arch)
+        # The lite runtime of a CUDA stage's units too (the CPU one is always built).
+        cuda = next((b for b in backends if b.value == "cuda"), None)
+        log.info(
+            "compile pool prepared: %s",
+            prepare_toolchain(_native_cache(get_settings().home_dir / "cache"), cuda),
+        )
     except Exception as exc:
         log.warning("compile pool preparation failed (the first job will do it): %s", exc)
 

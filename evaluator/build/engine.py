@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from evaluator.build import cache, commands, pch
+from evaluator.build import cache, commands, lite, pch
 from evaluator.build.models import BuildOutput, BuildSpec, Unit, UnitKind
 from evaluator.build.toolchain import (
     compiler_version,
@@ -57,17 +57,32 @@ def spec_key(spec: BuildSpec) -> str:
         tools.append(compiler_version(rocm.hipcc_path()))
     # The host flags too: a module built with other flags (before -fopenmp) is another module.
     return cache.content_key(
-        "module", spec.model_dump(mode="json"), info.model_dump(), tools, commands.pch_flags(info)
+        "module",
+        spec.model_dump(mode="json"),
+        info.model_dump(),
+        tools,
+        commands.pch_flags(info),
+        lite.fingerprint() if spec.lite_units else "",
     )
+
+
+def lite_flavor(spec: BuildSpec) -> Backend:
+    """Which lite runtime a spec's lite units link: the CUDA one for a CUDA unit, else the CPU one."""
+    return Backend.CUDA if any(u.kind is UnitKind.CUDA for u in spec.lite_units or []) else Backend.CPU
 
 
 def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> list[str]:
     info = torch_info()
     includes = [f"-I{p}" for p in spec.extra_include_paths]
-    if unit.light_torch:
-        includes = [f"-I{SHADOW_INCLUDE}", *includes]
-    includes += torch_system_includes(info)
-    defines = torch_defines(info, spec.module_name)
+    if unit.lite:
+        lite_includes, lite_defines = lite.unit_flags(unit)
+        includes = lite_includes + includes
+        defines = [f"-D_GLIBCXX_USE_CXX11_ABI={info.cxx11_abi}", *lite_defines]
+    else:
+        if unit.light_torch:
+            includes = [f"-I{SHADOW_INCLUDE}", *includes]
+        includes += torch_system_includes(info)
+        defines = torch_defines(info, spec.module_name)
     extra = list(spec.extra_cuda_cflags)
     if unit.kind is UnitKind.CUDA:
         if unit.torch_half_defines:
@@ -118,7 +133,10 @@ def _compile_units(
         source.write_text(unit.code)
         obj = work / (unit.name + ".o")
         objects.append(obj)
-        if unit.kind is UnitKind.CXX:
+        if unit.kind is UnitKind.CXX and unit.lite:
+            includes = [f"-I{p}" for p in spec.extra_include_paths]
+            commands_by_unit[unit.name] = lite.cxx_command(unit, source, obj, [*includes, *spec.extra_cflags])
+        elif unit.kind is UnitKind.CXX:
             commands_by_unit[unit.name] = commands.cxx_compile_command(
                 cxx,
                 info,
@@ -139,14 +157,45 @@ def _compile_units(
     return objects, results
 
 
-def _link_flags(spec: BuildSpec) -> list[str]:
+def _link_flags(spec: BuildSpec, units: list[Unit]) -> list[str]:
     info = torch_info()
     libs = {p.name[3:-3] for p in Path(info.library_dir).glob("lib*.so")}
-    if spec.target.backend is Backend.CUDA and any(u.kind is UnitKind.CUDA for u in spec.units):
+    if spec.target.backend is Backend.CUDA and any(u.kind is UnitKind.CUDA for u in units):
         return cuda.link_flags(info.library_dir, libs)
-    if spec.target.backend is Backend.ROCM and any(u.kind is UnitKind.HIP for u in spec.units):
+    if spec.target.backend is Backend.ROCM and any(u.kind is UnitKind.HIP for u in units):
         return rocm.link_flags(info.library_dir, libs)
     return []
+
+
+def _link(
+    spec: BuildSpec, units: list[Unit], objects: list[Path], work: Path, deadline: _Deadline
+) -> tuple[bool, Path, str]:
+    module_path = work / f"{spec.module_name}.so"
+    link = commands.link_command(
+        host_compiler(),
+        torch_info(),
+        objects=objects,
+        output=module_path,
+        backend_flags=_link_flags(spec, units),
+        extra=list(spec.extra_ldflags),
+    )
+    ok, link_log = _compile(link, deadline.left())
+    log = f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n" if link_log.strip() else ""
+    return ok, module_path, log
+
+
+def _compile_lite(
+    spec: BuildSpec, work: Path, lite_dir: Path, jobs: int, deadline: _Deadline
+) -> tuple[Path | None, str]:
+    """The lite attempt: (module path, log) when it built, (None, why not) when it did not."""
+    units = spec.lite_units or []
+    lite_work = work / "lite"
+    lite_work.mkdir(exist_ok=True)
+    objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
+    if not all(ok for ok, _ in results.values()):
+        return None, _format_log(results)
+    ok, module_path, link_log = _link(spec, units, [*objects, lite_dir / lite.RUNTIME_OBJECT], work, deadline)
+    return (module_path if ok else None), _format_log(results) + link_log
 
 
 def _format_log(results: dict[str, tuple[bool, str]]) -> str:
@@ -158,15 +207,36 @@ def _format_log(results: dict[str, tuple[bool, str]]) -> str:
 
 
 def compile_to(
-    spec: BuildSpec, work: Path, *, pch_dir: Path | None, timeout_s: float = 300, jobs: int | None = None
+    spec: BuildSpec,
+    work: Path,
+    *,
+    pch_dir: Path | None,
+    timeout_s: float = 300,
+    jobs: int | None = None,
+    lite_dir: Path | None = None,
 ) -> BuildOutput:
-    """Compile and link `spec` inside `work` (no cache involved). Never raises for a compile error."""
+    """Compile and link `spec` inside `work` (no cache involved). Never raises for a compile error.
+
+    With `lite_dir` (the lite runtime's directory) and lite units, those are tried first; if
+    they do not build, the regular units are, and only their log speaks for the source."""
     start = time.monotonic()
     deadline = _Deadline(timeout_s)
     jobs = jobs or default_jobs()
+    log = ""
+    if spec.lite_units and lite_dir is not None:
+        module_path, lite_log = _compile_lite(spec, work, lite_dir, jobs, deadline)
+        if module_path is not None:
+            return BuildOutput(
+                ok=True,
+                module_path=module_path,
+                module_name=spec.module_name,
+                log="== built with the lite torch API\n" + lite_log,
+                seconds=time.monotonic() - start,
+            )
+        log = "== the lite torch API could not build this source; building with PyTorch's headers\n"
     units = spec.units
     objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
-    log = _format_log(results)
+    log += _format_log(results)
     light_failed = any(
         not results[u.name][0] and u.light_torch and _MISSING_DECLARATION.search(results[u.name][1])
         for u in units
@@ -183,18 +253,8 @@ def compile_to(
             seconds=time.monotonic() - start,
             message="compilation failed; see logs.compile",
         )
-    module_path = work / f"{spec.module_name}.so"
-    link = commands.link_command(
-        host_compiler(),
-        torch_info(),
-        objects=objects,
-        output=module_path,
-        backend_flags=_link_flags(spec),
-        extra=list(spec.extra_ldflags),
-    )
-    ok, link_log = _compile(link, deadline.left())
-    if link_log.strip():
-        log += f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n"
+    ok, module_path, link_log = _link(spec, units, objects, work, deadline)
+    log += link_log
     if not ok:
         return BuildOutput(
             ok=False, log=log, seconds=time.monotonic() - start, message="linking failed; see logs.compile"
@@ -225,23 +285,34 @@ def build_spec(
     `trusted_pch_cache`: a cache directory whose precompiled header the trusted parent built
     (read-only here); the build uses it if it is there and never builds one of its own, so that
     a candidate's process (load_inline in a run sandbox) cannot plant a header for later builds.
-    Without it, the header is built under `cache_dir` when missing."""
+    The lite runtime likewise: taken from there, never built here. Without it, both are built
+    under `cache_dir` when missing."""
     start = time.monotonic()
     key = spec_key(spec)
     hit = cache.lookup(cache_dir, key)
     if hit is not None:
         return hit
     pch_dir, log = None, ""
-    pch_s = 0.0  # building the shared header is not this build's time
-    if needs_pch(spec) and trusted_pch_cache is not None:
-        pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
-        log = "" if pch_dir is not None else "no precompiled header from the parent; building without it\n"
-    elif needs_pch(spec):
+    lite_dir: Path | None = None
+    pch_s = 0.0  # building the shared header (and the lite runtime) is not this build's time
+    if trusted_pch_cache is not None:
+        if needs_pch(spec):
+            pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
+            log = (
+                "" if pch_dir is not None else "no precompiled header from the parent; building without it\n"
+            )
+        if spec.lite_units:
+            lite_dir = lite.find_runtime(trusted_pch_cache, lite_flavor(spec))
+    else:
         pch_start = time.monotonic()
-        pch_dir, log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=timeout_s)
+        if needs_pch(spec):
+            pch_dir, log = pch.ensure_pch(cache_dir, host_compiler(), timeout_s=timeout_s)
+        if spec.lite_units:
+            lite_dir, lite_log = lite.ensure_runtime(cache_dir, lite_flavor(spec), timeout_s=timeout_s)
+            log += lite_log
         pch_s = time.monotonic() - pch_start
     with cache.staging_dir(cache_dir, key) as work:
         left = max(1.0, timeout_s - (time.monotonic() - start - pch_s))
-        out = compile_to(spec, work, pch_dir=pch_dir, timeout_s=left, jobs=jobs)
+        out = compile_to(spec, work, pch_dir=pch_dir, timeout_s=left, jobs=jobs, lite_dir=lite_dir)
         out = out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
         return cache.publish(work, cache_dir, key, out) if out.ok else out

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.build import binding, cache
+from evaluator.build import binding, cache, lite
 from evaluator.build.engine import build_spec
 from evaluator.build.loader import import_extension
 from evaluator.build.models import BuildSpec, Unit, UnitKind
@@ -125,6 +125,9 @@ def plan_inline(
         binding.module_definition(functions, wrap_errors=with_pytorch_error_handling) if functions else ""
     )
     gpu = target.backend is Backend.CUDA
+    device_code = (
+        bool(cuda_code) or _DEVICE_CODE.search(binding.mask_comments_and_strings(cpp_code)) is not None
+    )
     device_kind = UnitKind.CUDA
     host_as_nvcc = _host_flags_for_nvcc(extra_cflags)
     cuda_flags = strip_arch_flags(extra_cuda_cflags)
@@ -200,7 +203,40 @@ def plan_inline(
         extra_ldflags=extra_ldflags,
         extra_include_paths=extra_include_paths,
         fallback_units=fallback if any(u.light_torch for u in units) else None,
+        lite_units=_lite_units(name, cpp_code, cuda_code, functions, gpu and device_code, hip, target),
     )
+
+
+def _lite_units(
+    name: str,
+    cpp_code: str,
+    cuda_code: str,
+    functions: dict[str, str] | None,
+    device: bool,
+    hip: bool,
+    target: Target,
+) -> list[Unit] | None:
+    """One unit of both sources against the lite torch API (evaluator/build/lite.py): the
+    declarations in cpp_sources come before the definitions in cuda_sources, as in PyTorch's
+    two units. None where the sources bind themselves (no `functions`) or use more of torch."""
+    if not functions:
+        return None
+    code = "\n".join(part for part in (cpp_code, cuda_code) if part)
+    kind = UnitKind.CUDA if device else UnitKind.CXX
+    if not lite.eligible(code, kind, target.backend):
+        return None
+    ext = ".cu" if device else ".cpp"
+    return [
+        lite.lite_unit(
+            "main" + ext,
+            code,
+            kind,
+            name,
+            list(functions),
+            hip_shim=hip and device,
+            torch_half_defines=not hip,
+        )
+    ]
 
 
 def plan_load(

@@ -44,6 +44,9 @@ class Unit(BaseModel):
     hip_shim: bool = False
     # Add PyTorch's __CUDA_NO_HALF_OPERATORS__-style defines (what load_inline gives .cu files).
     torch_half_defines: bool = True
+    # Compiled against kjudge's lite torch API (evaluator/build/lite.py) and linked with its
+    # runtime; any failure sends the build down the regular path.
+    lite: bool = False
     # Generated pybind11 glue (host only): built -O1, which GCC accepts with the -O2 precompiled
     # header. Its speed is never measured and -O2's inlining is a third of its compile time.
     glue: bool = False
@@ -61,6 +64,8 @@ class BuildSpec(BaseModel):
     extra_include_paths: list[str] = Field(default_factory=list)
     # When the light device unit fails, this alternative single-unit plan (real headers) is tried.
     fallback_units: list[Unit] | None = None
+    # Tried before `units` when the lite runtime is there (evaluator/build/lite.py).
+    lite_units: list[Unit] | None = None
 
 
 class BuildJob(BaseModel):
@@ -75,5 +80,6 @@ class BuildJob(BaseModel):
     work_dir: Path
     pch_dir: Path | None
     report_path: Path
+    lite_dir: Path | None = None
     timeout_s: float = 300
     jobs: int | None = None

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evaluator.build import binding, cache
-from evaluator.build.engine import build_spec, compile_to, needs_pch, spec_key
+from evaluator.build import binding, cache, lite
+from evaluator.build.engine import build_spec, compile_to, lite_flavor, needs_pch, spec_key
 from evaluator.build.models import BuildJob, BuildOutput, BuildSpec, Unit, UnitKind
 from evaluator.build.pch import ensure_pch
 from evaluator.build.toolchain import host_compiler
@@ -70,11 +70,27 @@ def plan(source: str, language: Language, entry: str, target: Target) -> BuildSp
 
     if language is Language.CPP:
         unit = Unit(name="submission.cpp", code=source + module_def, kind=UnitKind.CXX)
-        return BuildSpec(module_name=module_name, units=[unit], target=target)
+        lite_units = None
+        if own_name is None and lite.eligible(source, UnitKind.CXX, target.backend):
+            lite_units = [lite.lite_unit("submission.cpp", source, UnitKind.CXX, module_name, [entry])]
+        return BuildSpec(module_name=module_name, units=[unit], target=target, lite_units=lite_units)
 
     code, kind, shim = _device_source(source, language, target)
     ext = ".cu" if kind is UnitKind.CUDA else ".hip"
     half_defines = language is Language.CUDA
+    lite_units = None
+    if own_name is None and lite.eligible(code, kind, target.backend):
+        lite_units = [
+            lite.lite_unit(
+                "submission" + ext,
+                code,
+                kind,
+                module_name,
+                [entry],
+                hip_shim=shim,
+                torch_half_defines=half_defines,
+            )
+        ]
     merged = Unit(
         name="submission" + ext,
         code=code + module_def,
@@ -84,7 +100,7 @@ def plan(source: str, language: Language, entry: str, target: Target) -> BuildSp
     )
     declaration = None if own_name else binding.entry_declaration(code, entry)
     if declaration is None:
-        return BuildSpec(module_name=module_name, units=[merged], target=target)
+        return BuildSpec(module_name=module_name, units=[merged], target=target, lite_units=lite_units)
     device = Unit(
         name="submission" + ext,
         code=code,
@@ -99,7 +115,13 @@ def plan(source: str, language: Language, entry: str, target: Target) -> BuildSp
         kind=UnitKind.CXX,
         glue=True,
     )
-    return BuildSpec(module_name=module_name, units=[device, glue], target=target, fallback_units=[merged])
+    return BuildSpec(
+        module_name=module_name,
+        units=[device, glue],
+        target=target,
+        fallback_units=[merged],
+        lite_units=lite_units,
+    )
 
 
 def _failed(message: str, start: float) -> BuildOutput:
@@ -126,9 +148,10 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _toolchain_paths(pch_dir: Path | None) -> list[Path]:
-    """What the compile child reads besides the system and Python: the shared PCH, CUDA, ROCm."""
-    paths = [pch_dir.resolve()] if pch_dir is not None else []
+def _toolchain_paths(pch_dir: Path | None, lite_dir: Path | None) -> list[Path]:
+    """What the compile child reads besides the system and Python: the shared PCH, the lite
+    runtime, CUDA, ROCm."""
+    paths = [d.resolve() for d in (pch_dir, lite_dir) if d is not None]
     for home in (cuda.cuda_home(), rocm.rocm_home()):
         # /usr is bound whole; binding onto a symlink (/usr/local/cuda) is an error in bwrap.
         if home is not None and Path("/usr") not in home.resolve().parents:
@@ -137,7 +160,12 @@ def _toolchain_paths(pch_dir: Path | None) -> list[Path]:
 
 
 def _compile_sandboxed(
-    spec: BuildSpec, cache_dir: Path, pch_dir: Path | None, timeout_s: float, jobs: int | None
+    spec: BuildSpec,
+    cache_dir: Path,
+    pch_dir: Path | None,
+    lite_dir: Path | None,
+    timeout_s: float,
+    jobs: int | None,
 ) -> BuildOutput:
     from evaluator.sandbox import Limits, describe, run_sandboxed
 
@@ -150,6 +178,7 @@ def _compile_sandboxed(
             spec=spec,
             work_dir=work,
             pch_dir=pch_dir,
+            lite_dir=lite_dir,
             report_path=scratch / "report.json",
             timeout_s=timeout_s,
             jobs=jobs,
@@ -163,7 +192,7 @@ def _compile_sandboxed(
             limits=limits,
             gpu=False,
             env=_child_env() | {"HOME": str(scratch), "TMPDIR": str(scratch)},
-            readonly_paths=_toolchain_paths(pch_dir),
+            readonly_paths=_toolchain_paths(pch_dir, lite_dir),
         )
         if run.refused:
             return BuildOutput(
@@ -212,22 +241,33 @@ def build_native(
     hit = cache.lookup(cache_dir, spec_key(spec))
     if hit is not None:
         return hit
-    pch_dir, log, pch_s = None, "", 0.0
+    pch_dir, lite_dir, log = None, None, ""
+    # Trusted input only (torch's headers, kjudge's own runtime and flags): built here, shared
+    # read-only, and not on the candidate's budget.
+    pch_start = time.monotonic()
     if needs_pch(spec):
-        # Trusted input only (torch's headers, kjudge's flags): built here, shared read-only.
-        pch_start = time.monotonic()
         pch_dir, log = ensure_pch(cache_dir, host_compiler(), timeout_s=900)
-        pch_s = time.monotonic() - pch_start
+    if spec.lite_units:
+        lite_dir, lite_log = lite.ensure_runtime(cache_dir, lite_flavor(spec), timeout_s=900)
+        log += lite_log
+    pch_s = time.monotonic() - pch_start
     # The candidate's budget does not pay for the shared header: on a loaded host its first build
     # took more than the whole budget and left the candidate 1 s, a compile_error for an infra delay.
     budget = max(1.0, timeout_s - (time.monotonic() - start - pch_s))
-    out = _compile_sandboxed(spec, cache_dir, pch_dir, budget, jobs)
+    out = _compile_sandboxed(spec, cache_dir, pch_dir, lite_dir, budget, jobs)
     return out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
 
 
 def run_job(job_path: Path) -> int:
     """Entry of the sandboxed child: compile, write the report, exit 0 (the report says how it went)."""
     job = BuildJob.model_validate_json(Path(job_path).read_text())
-    out = compile_to(job.spec, job.work_dir, pch_dir=job.pch_dir, timeout_s=job.timeout_s, jobs=job.jobs)
+    out = compile_to(
+        job.spec,
+        job.work_dir,
+        pch_dir=job.pch_dir,
+        timeout_s=job.timeout_s,
+        jobs=job.jobs,
+        lite_dir=job.lite_dir,
+    )
     job.report_path.write_text(out.model_dump_json())
     return 0

@@ -1,0 +1,3 @@
+// kjudge lite: see kjudge_lite/cuda.h
+#pragma once
+#include <kjudge_lite/cuda.h>

@@ -1,0 +1,176 @@
+"""The lite build (evaluator/build/lite.py): a candidate compiled against kjudge's small torch API
+behaves as with PyTorch's headers, and anything the lite API lacks is built the regular way."""
+
+from __future__ import annotations
+
+import time
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluator.build import build_native, load_module
+from evaluator.build.engine import build_spec
+from evaluator.build.load_inline_shim import plan_inline
+from evaluator.build.models import BuildOutput, UnitKind
+from evaluator.build.native import plan
+from evaluator.result import Language, Target
+
+LITE_NOTE = "built with the lite torch API"
+
+# One source exercising most of the lite API: metadata, factories, views, dispatch, scalars,
+# lists and tuples in and out, TORCH_CHECK.
+API_TOUR = r"""
+#include <torch/extension.h>
+#include <tuple>
+#include <vector>
+
+template <typename T>
+void scale_into(const T* src, T* dst, int64_t n, double a, int64_t b) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] * a + b);
+}
+
+torch::Tensor forward(const torch::Tensor& x, double a, int64_t b, bool twice) {
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous, got strides ", x.strides());
+    TORCH_CHECK(x.device().is_cpu());
+    auto out = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", ([&] {
+        scale_into<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.numel(), twice ? 2 * a : a, b);
+    }));
+    return out;
+}
+
+std::vector<torch::Tensor> shapes(torch::Tensor x, std::vector<torch::Tensor> more) {
+    auto z = torch::zeros({x.size(0), 3}, x.options().dtype(torch::kInt32));
+    auto f = torch::full({2}, 7.5, torch::TensorOptions().dtype(torch::kFloat64));
+    std::vector<torch::Tensor> out{x.view({-1}), x.t().contiguous(), z, f, x.narrow(1, 1, 1), x.unsqueeze(0)};
+    for (auto& m : more) out.push_back(m.reshape({-1}));
+    return out;
+}
+
+std::tuple<torch::Tensor, int64_t, double> meta(torch::Tensor x) {
+    int64_t sum = 0;
+    for (auto s : x.sizes()) sum += s;
+    return {x.select(0, 0).clone(), sum + x.stride(0) * 100 + x.element_size() * 10000, x.size(-1) / 2.0};
+}
+
+double first(torch::Tensor x) { return x.data_ptr<double>()[0]; }
+"""
+
+
+FUNCTIONS = {"forward": "", "shapes": "", "meta": "", "first": ""}
+FLAGS: dict = dict(extra_cflags=[], extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[])
+
+
+def _build(source: str, target: Target, cache: Path) -> BuildOutput:
+    """The source's FUNCTIONS bound as load_inline binds them; a module nobody built before."""
+    spec = plan_inline(target, f"tour_{time.time_ns()}", [source], [], FUNCTIONS, **FLAGS)
+    return build_spec(spec, cache)
+
+
+def test_plan_tries_the_lite_unit_first_and_keeps_the_regular_build(
+    cpu_target: Target, sm90_target: Target
+) -> None:
+    spec = plan(API_TOUR, Language.CPP, "forward", cpu_target)
+    assert spec.lite_units is not None and spec.lite_units[0].lite
+    assert 'kjl_make_module("' + spec.module_name in spec.lite_units[0].code
+    assert spec.units and not spec.units[0].lite  # the regular build, for when lite does not compile
+    cuda_src = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cuda.cu").read_text()
+    cuda_spec = plan(cuda_src, Language.CUDA, "forward", sm90_target)
+    assert cuda_spec.lite_units is not None and cuda_spec.lite_units[0].kind is UnitKind.CUDA
+    own_module = API_TOUR + '\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }\n'
+    assert plan(own_module, Language.CPP, "forward", cpu_target).lite_units is None
+
+
+def test_a_lite_module_behaves_as_pytorch(build_cache: Path, cpu_target: Target) -> None:
+    out = _build(API_TOUR, cpu_target, build_cache)
+    assert out.ok and LITE_NOTE in out.log, out.log
+    module = load_module(out)
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(module.forward(x, 1.5, 2, False), x * 1.5 + 2)
+    torch.testing.assert_close(module.forward(x.double(), 1.5, 2, True), x.double() * 3 + 2)
+    y = module.forward(x, 2, True, False)  # an int for a double, a bool for an int: as pybind11 takes them
+    torch.testing.assert_close(y, x * 2 + 1)
+
+    listed = module.shapes(x, [torch.ones(2, 2)])
+    assert isinstance(listed, list)
+    assert [tuple(t.shape) for t in listed] == [(20,), (5, 4), (4, 3), (2,), (4, 1), (1, 4, 5), (4,)]
+    assert listed[0].data_ptr() == x.data_ptr()  # a view, not a copy
+    assert listed[2].dtype == torch.int32 and listed[3].dtype == torch.float64
+    torch.testing.assert_close(listed[3], torch.full((2,), 7.5, dtype=torch.float64))
+
+    first, number, half = module.meta(x)
+    torch.testing.assert_close(first, x[0])
+    assert (number, half) == (4 + 5 + 5 * 100 + 4 * 10000, 2.5)
+
+
+def test_lite_errors_are_pytorchs_kinds(build_cache: Path, cpu_target: Target) -> None:
+    module = load_module(_build(API_TOUR, cpu_target, build_cache))
+    x = torch.randn(4, 5)
+    with pytest.raises(RuntimeError, match="x must be contiguous, got strides \\[1, 5\\]"):
+        module.forward(x.t(), 1.0, 0, False)
+    with pytest.raises(RuntimeError, match="\"scale\" not implemented for 'Int'"):
+        module.forward(x.int(), 1.0, 0, False)
+    with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):
+        module.first(x)
+    assert module.first(x.double()) == x.double()[0, 0].item()
+    with pytest.raises(TypeError, match="takes 4 arguments \\(2 given\\)"):
+        module.forward(x, 1.0)
+    with pytest.raises(TypeError, match="expected an int"):
+        module.forward(x, 1.0, 2.5, False)
+    with pytest.raises(TypeError, match="expected a Tensor"):
+        module.forward([1.0], 1.0, 2, False)
+
+
+def test_lite_calls_release_what_they_hold(build_cache: Path, cpu_target: Target) -> None:
+    module = load_module(_build(API_TOUR, cpu_target, build_cache))
+    x = torch.randn(64, 64)
+    storage = x.untyped_storage()
+    before = torch._C._storage_Use_Count(storage._cdata)
+    for _ in range(2000):
+        module.shapes(x, [x, x])
+        module.meta(x)
+        module.forward(x, 1.0, 0, False)
+    assert torch._C._storage_Use_Count(storage._cdata) == before
+    out = module.forward(x, 1.0, 0, False)
+    gone = weakref.ref(out)
+    del out
+    assert gone() is None
+
+
+def test_what_the_lite_api_lacks_is_built_with_pytorchs_headers(
+    build_cache: Path, cpu_target: Target
+) -> None:
+    source = API_TOUR.replace("return out;\n}", "return out + 0;\n}", 1)  # tensor arithmetic: not lite
+    out = _build(source, cpu_target, build_cache)
+    assert out.ok and LITE_NOTE not in out.log and "building with PyTorch's headers" in out.log, out.log
+    x = torch.randn(3, 3)
+    torch.testing.assert_close(load_module(out).forward(x, 2.0, 0, False), x * 2)
+
+
+def test_a_compile_error_is_reported_from_the_regular_build(build_cache: Path, cpu_target: Target) -> None:
+    broken = API_TOUR.replace("return out;", "return out") + f"// {time.time_ns()}\n"
+    out = build_native(broken, Language.CPP, "forward", cpu_target, build_cache)  # sandboxed
+    assert not out.ok and out.message == "compilation failed; see logs.compile"
+    assert "error: expected" in out.log and "return out" in out.log and "kjudge_lite" not in out.log, out.log
+
+
+def test_load_inline_sources_get_a_lite_unit(cpu_target: Target, sm90_target: Target) -> None:
+    decl = "torch::Tensor forward(torch::Tensor x);"
+    kernel = "__global__ void k(float* y) {}\ntorch::Tensor forward(torch::Tensor x) { return x; }"
+    flags = FLAGS
+    spec = plan_inline(sm90_target, "m", [decl], [kernel], {"forward": ""}, **flags)
+    assert spec.lite_units is not None
+    (unit,) = spec.lite_units
+    assert unit.kind is UnitKind.CUDA and unit.code.index(decl) < unit.code.index("__global__")
+    assert (
+        plan_inline(
+            sm90_target, "m", [decl + "\nPYBIND11_MODULE(m, m) {}"], [kernel], None, **flags
+        ).lite_units
+        is None
+    )
+    cpu = plan_inline(
+        cpu_target, "m", [kernel.replace("__global__ void k(float* y) {}", "")], [], {"forward": ""}, **flags
+    )
+    assert cpu.lite_units is not None and cpu.lite_units[0].kind is UnitKind.CXX
