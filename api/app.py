@@ -24,8 +24,8 @@ from api.metrics import MetricsMiddleware
 from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
 from api.routes import batches, health, leaderboard, problems, rewards, stats, submissions, workers
-from api.settings import Settings, get_settings
 from api.submitting import ProblemCache
+from core.settings import Settings, get_settings
 from db.session import get_sessionmaker
 
 log = logging.getLogger("kjudge.api")

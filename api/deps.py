@@ -30,8 +30,8 @@ from api.backpressure import QueueGate
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.ratelimit import RateLimiter
-from api.settings import Settings
 from api.submitting import ProblemCache
+from core.settings import Settings
 
 
 async def get_settings(request: Request) -> Settings:

@@ -25,7 +25,7 @@ from api.backpressure import QueueGate
 from api.errors import ApiError
 from api.queue import Enqueuer
 from api.schemas import SubmissionAccepted, SubmissionCreate
-from api.settings import Settings
+from core.settings import Settings
 from db.models import ApiKey, Batch, Problem, ResultRow, Submission, new_id
 from db.types import utcnow
 from evaluator.result import Language

@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import Celery
 
-from api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 from worker.config import WorkerSettings, get_worker_settings
 
 TASK_NAME = "kjudge.evaluate"

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from api.settings import get_settings
+from core.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Result, Target
 from worker import pipeline, store

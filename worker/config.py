@@ -1,7 +1,7 @@
 """Worker-only settings and the identity of one worker process.
 
 Shared service settings (database, broker, reconciler deadlines, max attempts) live in
-`api.settings.Settings`; what only a worker process needs lives here, under `KJUDGE_WORKER_`.
+`core.settings.Settings`; what only a worker process needs lives here, under `KJUDGE_WORKER_`.
 The launcher sets the identity fields (backend, arch, device, gpu) in each child's environment.
 """
 

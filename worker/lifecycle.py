@@ -158,7 +158,7 @@ def _enable_spares(on: bool) -> None:
 def _prepare_device(wsettings: WorkerSettings) -> None:
     """Probe the GPU, measure its ceilings and build the precompiled header once, at start-up
     (the evaluator caches each on disk), so the first job does not pay for them."""
-    from api.settings import get_settings
+    from core.settings import get_settings
     from evaluator.api import prepare
 
     try:
@@ -180,7 +180,7 @@ def _on_init(sender: Any = None, **_: Any) -> None:
 def _prepare_compile(wsettings: WorkerSettings) -> None:
     """The compile pool's start-up: the precompiled header, and each run stage's target probe
     (on disk: the first compile of each target does not wait for a device child)."""
-    from api.settings import get_settings
+    from core.settings import get_settings
     from evaluator.api import _native_cache
     from evaluator.build import prepare_toolchain
     from worker import pipeline

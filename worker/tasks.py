@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from api.settings import get_settings
+from core.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Language, Result, Status
 from worker import holder, lifecycle, registry, store

@@ -8,7 +8,7 @@ from typing import Any
 import redis
 
 from api.queue import CeleryEnqueuer, RedisEnqueuer, make_enqueuer
-from api.settings import Settings
+from core.settings import Settings
 from worker.celery_app import make_app
 
 

@@ -26,7 +26,7 @@ from tests.databases import fresh_database, unavailable
 try:
     import sqlalchemy as sa
 
-    from api.settings import Settings
+    from core.settings import Settings
 except ImportError:  # a GPU node with only the evaluator's dependencies: only the gpu tests run there
     sa = None  # type: ignore[assignment]
 

@@ -18,7 +18,7 @@ pytest.importorskip("fastapi")  # the GPU machine runs the GPU tests without the
 pytest.importorskip("celery")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from api.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, Rows, WorkerProcess, ensure_redis, redis_cli, restart_redis, wait_for
 

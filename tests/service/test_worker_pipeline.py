@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("celery")
 
-from api.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 from worker.launcher import descendants  # noqa: E402
 
 from .conftest import Rows, WorkerProcess, wait_for  # noqa: E402

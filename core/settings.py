@@ -1,4 +1,4 @@
-"""The service's settings: one pydantic-settings class shared by api/ and worker/.
+"""The service's settings: one pydantic-settings class shared by api/, worker/ and db/.
 
 Every field reads `KJUDGE_<NAME>` from the environment. With nothing set, kjudge runs on the
 embedded default (SQLite + kombu's filesystem broker under KJUDGE_HOME, no external servers);
