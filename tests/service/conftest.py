@@ -255,8 +255,8 @@ class Rows:
         """Stores a `queued` submission row directly, as the API does before enqueueing it."""
         import hashlib
 
+        from core.queues import queue_for_target
         from db.models import Submission
-        from worker.routing import queue_for_target
 
         sid = str(uuid.uuid4())
         row = {
