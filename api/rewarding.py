@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.auth import Principal
 from api.backpressure import QueueGate
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.schemas import BatchItem
 from api.submitting import ProblemCache, accept, prepare
+from core.publish import Enqueuer
 from core.settings import Settings
 from db.models import FINAL_STATUSES, ResultRow, Submission
 from evaluator.extract import extract_code

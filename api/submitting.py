@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from api.auth import Principal
 from api.backpressure import QueueGate
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.schemas import SubmissionAccepted, SubmissionCreate
+from core.publish import Enqueuer
 from core.queues import UnknownTarget, normalize_target, queue_for_target
 from core.settings import Settings
 from db.models import ApiKey, Batch, Problem, ResultRow, Submission, new_id

@@ -56,8 +56,8 @@ def distinct(source: str, tag: str) -> str:
 @pytest.fixture()
 def rows(rows: Rows, settings: Settings) -> Rows:
     """Rows that can also send: `submit` stores the row, then enqueues its id, as the API does."""
-    from api.queue import CeleryEnqueuer
-    from worker.celery_app import make_app
+    from core.celery_config import make_app
+    from core.publish import CeleryEnqueuer
 
     rows.enqueuer = CeleryEnqueuer(make_app(settings))  # type: ignore[attr-defined]
     return rows
