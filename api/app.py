@@ -21,11 +21,11 @@ from api.auth import KeyCache
 from api.backpressure import QueueGate
 from api.errors import error_response, install_error_handlers
 from api.metrics import MetricsMiddleware
-from api.queue import Enqueuer, make_enqueuer
 from api.ratelimit import RateLimiter, make_rate_limiter
 from api.routes import batches, health, leaderboard, problems, rewards, stats, submissions, workers
-from api.settings import Settings, get_settings
 from api.submitting import ProblemCache
+from core.publish import Enqueuer, make_enqueuer
+from core.settings import Settings, get_settings
 from db.session import get_sessionmaker
 
 log = logging.getLogger("kjudge.api")

@@ -27,7 +27,7 @@ from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from api.settings import Settings
+from core.settings import Settings
 from db.models import Submission
 
 REFUSED = Counter("kjudge_backpressure_refused_total", "requests refused because a queue was full", ["queue"])

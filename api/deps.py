@@ -28,10 +28,10 @@ from api.auth import (
 )
 from api.backpressure import QueueGate
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.ratelimit import RateLimiter
-from api.settings import Settings
 from api.submitting import ProblemCache
+from core.publish import Enqueuer
+from core.settings import Settings
 
 
 async def get_settings(request: Request) -> Settings:

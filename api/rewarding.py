@@ -31,10 +31,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.auth import Principal
 from api.backpressure import QueueGate
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.schemas import BatchItem
-from api.settings import Settings
 from api.submitting import ProblemCache, accept, prepare
+from core.publish import Enqueuer
+from core.settings import Settings
 from db.models import FINAL_STATUSES, ResultRow, Submission
 from evaluator.extract import extract_code
 from evaluator.result import Language

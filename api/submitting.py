@@ -23,13 +23,13 @@ from sqlalchemy.orm import Session
 from api.auth import Principal
 from api.backpressure import QueueGate
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.schemas import SubmissionAccepted, SubmissionCreate
-from api.settings import Settings
+from core.publish import Enqueuer
+from core.queues import UnknownTarget, normalize_target, queue_for_target
+from core.settings import Settings
 from db.models import ApiKey, Batch, Problem, ResultRow, Submission, new_id
 from db.types import utcnow
 from evaluator.result import Language
-from worker.routing import UnknownTarget, normalize_target, queue_for_target
 
 LANGUAGES = tuple(lang.value for lang in Language)
 MAX_METADATA_BYTES = 64 << 10

@@ -94,7 +94,7 @@ def _host() -> dict[str, Any]:
 def prepare_database(admin_url: str) -> tuple[str, str, str]:
     """A fresh migrated database with one problem and one key; returns (url, db name, secret)."""
     from api.auth import create_key
-    from api.settings import Settings
+    from core.settings import Settings
     from db.migrate import upgrade
     from db.models import Problem
     from db.session import make_engine

@@ -100,7 +100,7 @@ def time_endpoints(url: str, repeats: int) -> dict[str, dict[str, float]]:
     from fastapi.testclient import TestClient
 
     from api.app import create_app
-    from api.settings import Settings
+    from core.settings import Settings
 
     app = create_app(Settings(database_url=url, broker_url="memory://"), startup=False)
     paths = {
@@ -140,7 +140,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="do not write bench/results")
     args = parser.parse_args()
 
-    from api.settings import Settings
+    from core.settings import Settings
     from db.migrate import upgrade
 
     admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")

@@ -9,7 +9,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 from db.session import make_engine
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import make_url
 
-from api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 
 
 class DatabaseNotReady(RuntimeError):

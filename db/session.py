@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 
 
 def make_engine(

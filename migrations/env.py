@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from api.settings import get_settings
+from core.settings import get_settings
 from db.models import Base
 from db.session import make_engine
 

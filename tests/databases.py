@@ -31,7 +31,7 @@ def fresh_database(prefix: str, suite: str) -> Iterator[str]:
     # Imported here: a GPU node without the service's dependencies still collects these suites.
     import sqlalchemy as sa
 
-    from api.settings import Settings
+    from core.settings import Settings
     from db.migrate import upgrade
 
     admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")

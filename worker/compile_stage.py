@@ -15,11 +15,12 @@ import threading
 import time
 from typing import Any
 
-from api.settings import get_settings
+from core.queues import RUN_TASK_NAME
+from core.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Result, Target
 from worker import pipeline, store
-from worker.celery_app import RUN_TASK_NAME, app
+from worker.celery_app import app
 from worker.config import get_worker_settings
 
 log = logging.getLogger(__name__)

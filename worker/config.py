@@ -1,7 +1,7 @@
 """Worker-only settings and the identity of one worker process.
 
 Shared service settings (database, broker, reconciler deadlines, max attempts) live in
-`api.settings.Settings`; what only a worker process needs lives here, under `KJUDGE_WORKER_`.
+`core.settings.Settings`; what only a worker process needs lives here, under `KJUDGE_WORKER_`.
 The launcher sets the identity fields (backend, arch, device, gpu) in each child's environment.
 """
 
@@ -12,15 +12,19 @@ from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from core.settings import TaskLimits
 from worker.devices import host_isa
 
 # The exit status of a worker that drained (`kjudge drain`): its launcher leaves it stopped.
 DRAINED_EXIT = 79
 
 
-class WorkerSettings(BaseSettings):
+class WorkerSettings(TaskLimits):
+    """Also the Celery time limits (soft_time_limit_s, hard_time_limit_s): core.settings.TaskLimits,
+    which the API's publisher reads too, so both configure their Celery app alike."""
+
     model_config = SettingsConfigDict(env_prefix="KJUDGE_WORKER_", extra="ignore")
 
     # Identity (set per child by worker.launcher; defaults describe a plain CPU worker).
@@ -43,11 +47,6 @@ class WorkerSettings(BaseSettings):
     # A built job whose run message never arrives (the broker lost it) stops being kept alive
     # after this; its lease then expires and the reconciler sends it round again.
     handoff_timeout_s: float = 1200.0  # below the soft time limit, less a build
-
-    # Celery limits. The soft limit raises inside the task (kjudge's own hang: retried); the hard
-    # limit kills the pool process (the message is rejected and the reconciler takes over).
-    soft_time_limit_s: int = 1800
-    hard_time_limit_s: int = 1900
 
     # Background loops in the worker's main process.
     heartbeat_interval_s: float = 10.0

@@ -24,8 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.queues import queues_for_worker
 from evaluator.targets import rocm as rocm_target
-from worker import pipeline, routing
+from worker import pipeline
 from worker.config import DRAINED_EXIT
 from worker.devices import Gpu, host_isa
 
@@ -96,7 +97,7 @@ def parse_gpu_selection(selection: str, gpus: Sequence[Gpu]) -> list[Gpu]:
 
 
 def gpu_spec(gpu: Gpu, queues: list[str] | None = None, extra_queues: Sequence[str] = ()) -> WorkerSpec:
-    q = queues or routing.queues_for_worker(gpu.backend, gpu.arch)
+    q = queues or queues_for_worker(gpu.backend, gpu.arch)
     return WorkerSpec(
         name=f"gpu{gpu.visible_id}",
         backend=gpu.backend,
@@ -109,7 +110,7 @@ def gpu_spec(gpu: Gpu, queues: list[str] | None = None, extra_queues: Sequence[s
 
 def cpu_spec(queues: list[str] | None = None, take_any: bool = False, name: str = "cpu") -> WorkerSpec:
     arch = host_isa()
-    q = queues or routing.queues_for_worker("cpu", arch, take_any=take_any)
+    q = queues or queues_for_worker("cpu", arch, take_any=take_any)
     return WorkerSpec(name=name, backend="cpu", arch=arch, device_name=f"CPU ({arch})", queues=q)
 
 
@@ -118,7 +119,7 @@ def embedded_spec(gpus: Sequence[Gpu]) -> WorkerSpec:
     that device can serve — CPU targets and 'any' included — so a submission never waits for a
     worker that does not exist."""
     arch = host_isa()
-    cpu_queues = routing.queues_for_worker("cpu", arch, take_any=True)
+    cpu_queues = queues_for_worker("cpu", arch, take_any=True)
     if gpus:
         return gpu_spec(gpus[0], extra_queues=cpu_queues)
     return cpu_spec(take_any=True)

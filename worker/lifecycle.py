@@ -29,8 +29,9 @@ from celery.signals import (
     worker_shutdown,
 )
 
+from core.queues import queues_for_worker
 from db.session import get_engine, session_scope
-from worker import reconciler, registry, routing
+from worker import reconciler, registry
 from worker.config import DRAINED_EXIT, WorkerSettings, get_worker_settings
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,11 @@ _loop: BackgroundLoop | None = None
 
 
 def worker_queues(wsettings: WorkerSettings) -> list[str]:
-    """The queues this worker consumes: explicit KJUDGE_WORKER_QUEUES, else routing's answer."""
+    """The queues this worker consumes: explicit KJUDGE_WORKER_QUEUES, else core.queues' answer."""
     if wsettings.queues:
         return [q.strip() for q in wsettings.queues.split(",") if q.strip()]
     take_any = True if wsettings.backend != "cpu" else wsettings.take_any
-    return routing.queues_for_worker(wsettings.backend, wsettings.arch, take_any=take_any)
+    return queues_for_worker(wsettings.backend, wsettings.arch, take_any=take_any)
 
 
 def worker_target(wsettings: WorkerSettings) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def _enable_spares(on: bool) -> None:
 def _prepare_device(wsettings: WorkerSettings) -> None:
     """Probe the GPU, measure its ceilings and build the precompiled header once, at start-up
     (the evaluator caches each on disk), so the first job does not pay for them."""
-    from api.settings import get_settings
+    from core.settings import get_settings
     from evaluator.api import prepare
 
     try:
@@ -180,7 +181,7 @@ def _on_init(sender: Any = None, **_: Any) -> None:
 def _prepare_compile(wsettings: WorkerSettings) -> None:
     """The compile pool's start-up: the precompiled header, and each run stage's target probe
     (on disk: the first compile of each target does not wait for a device child)."""
-    from api.settings import get_settings
+    from core.settings import get_settings
     from evaluator.api import _native_cache
     from evaluator.build import prepare_toolchain
     from worker import pipeline

@@ -16,8 +16,8 @@ import logging
 
 from celery import Celery
 
-from api.queue import CeleryEnqueuer, RedisEnqueuer
-from api.settings import Settings, get_settings
+from core.publish import CeleryEnqueuer, RedisEnqueuer
+from core.settings import Settings, get_settings
 from db.session import session_scope
 from worker import store
 

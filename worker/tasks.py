@@ -24,11 +24,12 @@ import sqlalchemy as sa
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from api.settings import get_settings
+from core.queues import RUN_TASK_NAME, TASK_NAME
+from core.settings import get_settings
 from db.session import session_scope
 from evaluator.result import Language, Result, Status
 from worker import holder, lifecycle, registry, store
-from worker.celery_app import RUN_TASK_NAME, TASK_NAME, app
+from worker.celery_app import app
 from worker.config import get_worker_settings
 from worker.dbretry import with_db_retry
 

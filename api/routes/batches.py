@@ -22,12 +22,12 @@ from api.deps import (
     require,
 )
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.routes.submissions import ERRORS
 from api.schemas import BatchAccepted, BatchCreate, BatchOut, SubmissionAccepted
-from api.settings import Settings
 from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import submission_out
+from core.publish import Enqueuer
+from core.settings import Settings
 from db.models import FINAL_STATUSES, Batch, ResultRow, Submission
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])

@@ -24,11 +24,11 @@ from api.deps import (
     require,
 )
 from api.errors import ApiError
-from api.queue import Enqueuer
 from api.schemas import ErrorBody, SubmissionAccepted, SubmissionCreate, SubmissionOut, SubmissionPage
-from api.settings import Settings
 from api.submitting import ProblemCache, accept, prepare, without_results
 from api.views import decode_cursor, encode_cursor, submission_out
+from core.publish import Enqueuer
+from core.settings import Settings
 from db.models import FINAL_STATUSES, ResultRow, Submission
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"])

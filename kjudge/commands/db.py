@@ -35,7 +35,7 @@ def _redacted(url: str) -> str:
 def run_upgrade(args: argparse.Namespace) -> int:
     from sqlalchemy import exc as sa_exc
 
-    from api.settings import get_settings
+    from core.settings import get_settings
     from db.migrate import upgrade
 
     settings = get_settings()

@@ -50,7 +50,7 @@ def is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from api.settings import get_settings
+    from core.settings import get_settings
 
     settings = get_settings()
     if not is_loopback(args.host) and not settings.api_keys_required:

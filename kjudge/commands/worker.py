@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=(
             "Starts one run stage per selected GPU (a Celery worker pinned with CUDA_VISIBLE_DEVICES "
             "(NVIDIA) or ROCR_VISIBLE_DEVICES (ROCm) and to cores of its own, concurrency 1) and one compile pool for "
-            "the host that consumes the queues of their architectures (worker/routing.py), builds "
+            "the host that consumes the queues of their architectures (core/queues.py), builds "
             "ahead and hands built jobs to them (worker/pipeline.py); --serial runs one process per "
             "device that compiles and runs. With neither --gpus nor --cpu: every GPU, or the CPU on "
             "a machine without one. Broker and database come from KJUDGE_BROKER_URL / "

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.auth import create_key
-from api.settings import Settings
+from core.settings import Settings
 from db.models import Base, Problem
 from db.session import get_sessionmaker
 from tests.databases import fresh_database, unavailable

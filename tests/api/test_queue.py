@@ -7,9 +7,9 @@ from typing import Any
 
 import redis
 
-from api.queue import CeleryEnqueuer, RedisEnqueuer, make_enqueuer
-from api.settings import Settings
-from worker.celery_app import make_app
+from core.celery_config import make_app
+from core.publish import CeleryEnqueuer, RedisEnqueuer, make_enqueuer
+from core.settings import Settings
 
 
 def _pushed(rds: redis.Redis, queue: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from api import stats
-from api.settings import Settings
+from core.settings import Settings
 from db.models import Problem, ResultRow, Submission, WorkerRow, new_id
 from tests.api.conftest import RELU_ID, submission
 

@@ -90,7 +90,7 @@ def test_discover_kernelbench_layouts(tmp_path: Path) -> None:
 def test_import_stores_versions_by_hash(
     tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from api.settings import get_settings
+    from core.settings import get_settings
 
     monkeypatch.setenv("KJUDGE_DATABASE_URL", pg_url)
     get_settings.cache_clear()

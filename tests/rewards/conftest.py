@@ -57,7 +57,7 @@ class Server:
 def _seed(home: Path) -> str:
     import sqlalchemy as sa
 
-    from api.settings import Settings
+    from core.settings import Settings
     from db.migrate import upgrade
     from db.models import Problem
     from db.session import make_engine

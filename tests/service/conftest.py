@@ -26,7 +26,7 @@ from tests.databases import fresh_database, unavailable
 try:
     import sqlalchemy as sa
 
-    from api.settings import Settings
+    from core.settings import Settings
 except ImportError:  # a GPU node with only the evaluator's dependencies: only the gpu tests run there
     sa = None  # type: ignore[assignment]
 
@@ -255,8 +255,8 @@ class Rows:
         """Stores a `queued` submission row directly, as the API does before enqueueing it."""
         import hashlib
 
+        from core.queues import queue_for_target
         from db.models import Submission
-        from worker.routing import queue_for_target
 
         sid = str(uuid.uuid4())
         row = {

@@ -63,6 +63,7 @@ def test_dockerfiles_exist_and_install_the_package() -> None:
     for name in ("Dockerfile.api", "Dockerfile.worker-cuda", "Dockerfile.worker-rocm"):
         text = (REPO / "docker" / name).read_text()
         assert "pip install" in text and "COPY worker ./worker" in text, name
+        assert "COPY core ./core" in text, name  # settings and queues, below api/ and worker/
         assert "bubblewrap" in text, name  # the sandbox is not optional
 
 

@@ -26,8 +26,8 @@ pytest.importorskip("celery")
 import sqlalchemy as sa  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from api.settings import Settings  # noqa: E402
 from bench.private_services import PrivatePostgres, PrivateRedis  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, REPO, wait_for  # noqa: E402
 

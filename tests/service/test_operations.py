@@ -24,7 +24,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("celery")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from api.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, FAST_RECOVERY_ENV, REPO, Rows, WorkerProcess, wait_for  # noqa: E402
 from .test_serve_embedded import _alive, _embedded_env, _free_port, _seed_problem  # noqa: E402

@@ -39,7 +39,7 @@ def _seed_problem(home: Path) -> str:
 
     import sqlalchemy as sa
 
-    from api.settings import Settings
+    from core.settings import Settings
     from db.migrate import upgrade
     from db.models import Problem
     from db.session import make_engine

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("celery")  # the GPU machine runs the GPU tests without the service's packages
-from api.settings import Settings  # noqa: E402
-from worker.celery_app import make_app  # noqa: E402
+from core.celery_config import make_app  # noqa: E402
+from core.settings import Settings  # noqa: E402
 from worker.config import WorkerSettings  # noqa: E402
 
 

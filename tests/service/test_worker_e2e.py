@@ -18,7 +18,7 @@ pytest.importorskip("fastapi")  # the GPU machine runs the GPU tests without the
 pytest.importorskip("celery")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from api.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, Rows, WorkerProcess, ensure_redis, redis_cli, restart_redis, wait_for
 
@@ -102,8 +102,8 @@ def test_duplicate_messages_produce_one_evaluation(
     settings: Settings,
     start_worker: Callable[..., WorkerProcess],
 ) -> None:
-    from api.queue import CeleryEnqueuer
-    from worker.celery_app import make_app
+    from core.celery_config import make_app
+    from core.publish import CeleryEnqueuer
 
     sid = submit(api, problem_id, CORRECT)
     # Three more copies of the same message, as a redelivery or a reconciler race would send.
@@ -163,8 +163,8 @@ def test_a_submission_kjudge_cannot_load_ends_in_error_with_the_reason(
     # damaged database gets here): kjudge's own failure, kept as `error` with the reason.
     broken = rows.problem("import torch\nclass Model(:\n", "broken")
     sid = rows.submission(broken, source=CORRECT)
-    from api.queue import CeleryEnqueuer
-    from worker.celery_app import make_app
+    from core.celery_config import make_app
+    from core.publish import CeleryEnqueuer
 
     CeleryEnqueuer(make_app(api.app.state.settings)).enqueue([(sid, "eval.cpu")])
     worker = start_worker()

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("celery")
 
-from api.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 from worker.launcher import descendants  # noqa: E402
 
 from .conftest import Rows, WorkerProcess, wait_for  # noqa: E402
@@ -56,8 +56,8 @@ def distinct(source: str, tag: str) -> str:
 @pytest.fixture()
 def rows(rows: Rows, settings: Settings) -> Rows:
     """Rows that can also send: `submit` stores the row, then enqueues its id, as the API does."""
-    from api.queue import CeleryEnqueuer
-    from worker.celery_app import make_app
+    from core.celery_config import make_app
+    from core.publish import CeleryEnqueuer
 
     rows.enqueuer = CeleryEnqueuer(make_app(settings))  # type: ignore[attr-defined]
     return rows

@@ -1,8 +1,11 @@
-"""The service's settings: one pydantic-settings class shared by api/ and worker/.
+"""The service's settings: one pydantic-settings class shared by api/, worker/ and db/.
 
 Every field reads `KJUDGE_<NAME>` from the environment. With nothing set, kjudge runs on the
 embedded default (SQLite + kombu's filesystem broker under KJUDGE_HOME, no external servers);
 KJUDGE_DATABASE_URL / KJUDGE_BROKER_URL switch to PostgreSQL / Redis.
+
+TaskLimits, the Celery time limits under `KJUDGE_WORKER_`, is here too: the workers run under
+them and the API's Celery app (core.celery_config) is configured with them as well.
 """
 
 from __future__ import annotations
@@ -114,3 +117,19 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+class TaskLimits(BaseSettings):
+    """Celery limits, under `KJUDGE_WORKER_` (worker.config.WorkerSettings extends this class).
+    The soft limit raises inside the task (kjudge's own hang: retried); the hard limit kills the
+    pool process (the message is rejected and the reconciler takes over)."""
+
+    model_config = SettingsConfigDict(env_prefix="KJUDGE_WORKER_", extra="ignore")
+
+    soft_time_limit_s: int = 1800
+    hard_time_limit_s: int = 1900
+
+
+@lru_cache(maxsize=1)
+def get_task_limits() -> TaskLimits:
+    return TaskLimits()

@@ -2,7 +2,7 @@
 
 The row is committed before anything is sent. A failed send is logged and swallowed: the row
 stays `queued` and the worker's reconciler enqueues it again, so the client still gets its 202
-and the submission is never lost.
+and the submission is never lost. The API and the workers' reconciler both send through here.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from kombu import serialization
 from kombu.utils import json as kombu_json
 from prometheus_client import Counter
 
-log = logging.getLogger("kjudge.api")
+from core.queues import TASK_NAME
 
-TASK_NAME = "kjudge.evaluate"
+log = logging.getLogger("kjudge.api")
 
 ENQUEUE_FAILURES = Counter("kjudge_enqueue_failures_total", "submission ids the API failed to enqueue")
 
@@ -163,17 +163,13 @@ class RedisEnqueuer:
 
 
 def make_enqueuer(settings: Any) -> Enqueuer:
-    """RedisEnqueuer where the broker is a plain Redis, else Celery's own publish."""
-    app = worker_celery_app(settings)
+    """RedisEnqueuer where the broker is a plain Redis, else Celery's own publish. The app is
+    configured as the workers' is (core.celery_config), so both agree on broker, serializer and
+    queue options."""
+    from core.celery_config import make_app  # Celery itself only when the API starts
+
+    app = make_app(settings)
     url = app.conf.broker_url or ""
     if RedisEnqueuer.applies(url, dict(app.conf.broker_transport_options or {})):
         return RedisEnqueuer(app, url)
     return CeleryEnqueuer(app)
-
-
-def worker_celery_app(settings: Any = None) -> Any:
-    """The worker's Celery app (worker/celery_app.py) configured from these settings, so that
-    the API and the workers agree on broker, serializer and queue options."""
-    from worker.celery_app import make_app
-
-    return make_app(settings)

@@ -1,4 +1,4 @@
-"""Which Celery queue a submission goes to, and which queues a worker listens on.
+"""Which Celery queue a submission goes to, which queues a worker listens on, and the task names.
 
 One module pins the naming so the API (producer) and the workers (consumers) can never disagree:
 
@@ -19,6 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+# The task names, the other half of the wire contract.
+TASK_NAME = "kjudge.evaluate"
+# The run stage of a pipelined host (worker/pipeline.py): sent by its compile pool only.
+RUN_TASK_NAME = "kjudge.run"
 
 ANY_TARGET = "any"
 ANY_QUEUE = "eval.any"

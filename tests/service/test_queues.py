@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.routing import (
+from core.queues import (
     UnknownTarget,
     is_known_target,
     normalize_target,
