@@ -1,21 +1,21 @@
-"""Compile latency of kjudge's native builds, per build shape.
+"""Compile latency of a new candidate, per language: the lite build against the regular one.
 
-    python bench/compile_latency.py [--baseline] [--arch sm_90] [--out bench/results/compile_latency.json]
+    python bench/compile_latency.py [--samples 5] [--regular-samples 3] [--arch sm_90]
+                                    [--out bench/results/compile_latency.json]
 
-Every row compiles a small ReLU extension (one kernel + a generated pybind11 binding) from an
-empty module cache, in this process (no sandbox), with all cores:
-- cpp, no PCH:               g++ -O2 parsing <torch/extension.h> itself
-- precompiled header build:  the shared torch/extension.h.gch, built once per toolchain
-- cpp, cached PCH:           the same cpp unit with the .gch
-- cuda cold (light + PCH):   nvcc unit against <torch/types.h> ‖ binding unit with the .gch
-- hip-on-cuda cold:          the same, after HIP -> CUDA translation
-- cuda, one unit, full header (--baseline): roughly what load_inline does (nvcc parses
-                             <torch/extension.h> and pybind11); slow, hence optional
-- cache hit:                 build_native for an already-built source
-CUDA rows need nvcc only (no GPU): code is generated for --arch. Before measuring on the 2-core
-CI box we predicted ~30 s (cpp no PCH), ~45 s (PCH build), ~13 s (cpp with PCH), ~31 s (cuda
-light: nvcc-bound), ~90 s (one unit, full header), <1 s (cache hit).
-Prints a table and writes the JSON (host, device, date, commit, load average, rows).
+Each sample builds a source nobody built before (a constant in the kernel varies), as the
+worker's compile stage does: `build_native` with its sandboxed compile child for raw `cpp`,
+`cuda` and `hip` sources (HIP through HIP-on-CUDA), and the load_inline shim's plan for a
+KernelBench candidate (`examples/relu/relu_kernelbench.py`'s sources), built in-process as the
+ahead-of-run build does. "lite" is the default path (evaluator/build/lite.py); "regular" is the
+same with KJUDGE_NO_LITE=1 (a light nvcc unit + the generated binding through g++ with the
+precompiled header). One-off costs (the precompiled header, the lite runtimes) are rows of
+their own and not in the samples. CUDA rows need nvcc only: code is generated for --arch.
+
+Prediction before the H200 run (2-core host: cpp 7 s lite vs 35 s regular, sandbox included):
+p50 cuda lite 3-4 s on the H200 host (nvcc on a few hundred lines: ~1.5 s of compiler, plus
+the compile child's start and the link), regular 15-20 s; KernelBench lite ~3-4 s.
+Headline: `p50_s` per language of the lite build, and the regular build's beside it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -35,70 +36,92 @@ sys.path.insert(0, str(REPO))
 
 from bench.provenance import commit  # noqa: E402
 from evaluator.build import build_native, prepare_toolchain  # noqa: E402
-from evaluator.build.engine import compile_to  # noqa: E402
-from evaluator.build.native import plan  # noqa: E402
-from evaluator.build.pch import find_pch  # noqa: E402
+from evaluator.build.engine import build_spec  # noqa: E402
+from evaluator.build.load_inline_shim import plan_inline  # noqa: E402
 from evaluator.build.toolchain import compiler_version, host_compiler, torch_info  # noqa: E402
 from evaluator.result import Backend, Language, Target  # noqa: E402
 from evaluator.targets import cuda  # noqa: E402
 
+EXAMPLES = REPO / "examples" / "relu"
 CPP_RELU = """#include <torch/extension.h>
 torch::Tensor forward(torch::Tensor x) {
   auto y = torch::empty_like(x);
   const float* xp = x.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) yp[i] = xp[i] > 0 ? xp[i] : 0.f;
-  return y;
-}
-"""
-
-CUDA_RELU = """#include <torch/extension.h>
-__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaxf(x[i], 0.0f);
-}
-torch::Tensor forward(torch::Tensor x) {
-  auto y = torch::empty_like(x);
-  int64_t n = x.numel();
-  relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
-  return y;
-}
-"""
-
-HIP_RELU = """#include <torch/extension.h>
-#include <hip/hip_runtime.h>
-__global__ void relu_kernel(const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaxf(x[i], 0.0f);
-}
-torch::Tensor forward(torch::Tensor x) {
-  auto y = torch::empty_like(x);
-  int n = x.numel();
-  hipLaunchKernelGGL(relu_kernel, dim3((n + 255) / 256), dim3(256), 0, 0, x.data_ptr<float>(), y.data_ptr<float>(), n);
+  for (int64_t i = 0; i < x.numel(); ++i) yp[i] = xp[i] > 0 ? xp[i] : 0.f * KJ_VARIANT;
   return y;
 }
 """
 
 
-def _timed_compile(
-    name: str, source: str, language: Language, target: Target, pch_dir: Path | None, *, merged: bool = False
-) -> dict:
-    spec = plan(source, language, "forward", target)
-    if merged and spec.fallback_units is not None:
-        spec = spec.model_copy(update={"units": spec.fallback_units, "fallback_units": None})
-    with tempfile.TemporaryDirectory(prefix="kjudge-bench-") as work:
-        start = time.monotonic()
-        out = compile_to(spec, Path(work), pch_dir=pch_dir, timeout_s=1200)
-        seconds = time.monotonic() - start
-    if not out.ok:
-        print(out.log[-3000:], file=sys.stderr)
-    return {"name": name, "seconds": round(seconds, 2), "ok": out.ok, "units": [u.name for u in spec.units]}
+def _variant(source: str, k: int) -> str:
+    """A distinct source: KJ_VARIANT is 0 where used; the comment makes every build new."""
+    return f"#define KJ_VARIANT (0 * {k})\n// variant {k} {time.time_ns()}\n{source}"
 
 
-def _row(name: str, fn) -> dict:  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    ok = fn()
-    return {"name": name, "seconds": round(time.monotonic() - start, 2), "ok": bool(ok)}
+def _kernelbench_sources() -> tuple[str, str, list[str]]:
+    """(cpp_sources, cuda_sources, functions) of the KernelBench example, read by running its
+    module with load_inline replaced by a recorder."""
+    import torch.utils.cpp_extension as ext
+
+    seen: dict = {}
+    real = ext.load_inline
+    ext.load_inline = lambda **kw: seen.update(kw)  # type: ignore[assignment]
+    try:
+        exec(compile((EXAMPLES / "relu_kernelbench.py").read_text(), "relu_kernelbench.py", "exec"), {})
+    finally:
+        ext.load_inline = real
+    return seen["cpp_sources"], seen["cuda_sources"], list(seen["functions"])
+
+
+def _raw(language: Language, source: str, target: Target, cache: Path):  # type: ignore[no-untyped-def]
+    def build(k: int) -> tuple[bool, bool]:
+        out = build_native(_variant(source, k), language, "forward", target, cache)
+        return out.ok, "lite torch API" in out.log and "could not build" not in out.log
+
+    return build
+
+
+def _kernelbench(target: Target, cache: Path):  # type: ignore[no-untyped-def]
+    cpp, cu, functions = _kernelbench_sources()
+
+    def build(k: int) -> tuple[bool, bool]:
+        flags: dict = dict(extra_cflags=[], extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[])
+        spec = plan_inline(
+            target,
+            f"relu_{k}_{time.time_ns()}",
+            [cpp],
+            [_variant(cu, k)],
+            dict.fromkeys(functions, ""),
+            **flags,
+        )
+        out = build_spec(spec, cache)
+        return out.ok, "lite torch API" in out.log and "could not build" not in out.log
+
+    return build
+
+
+def _samples(name: str, build, n: int, start: int, lite: bool) -> dict:  # type: ignore[no-untyped-def]
+    if lite:
+        os.environ.pop("KJUDGE_NO_LITE", None)
+    else:
+        os.environ["KJUDGE_NO_LITE"] = "1"
+    seconds, oks, lites = [], [], []
+    for k in range(start, start + n):
+        t = time.monotonic()
+        ok, was_lite = build(k)
+        seconds.append(round(time.monotonic() - t, 2))
+        oks.append(ok)
+        lites.append(was_lite)
+    os.environ.pop("KJUDGE_NO_LITE", None)
+    return {
+        "name": name,
+        "path": "lite" if lite else "regular",
+        "samples_s": seconds,
+        "p50_s": round(statistics.median(seconds), 2),
+        "ok": all(oks),
+        "built_lite": all(lites) if lite else not any(lites),
+    }
 
 
 def _cpu_model() -> str:
@@ -114,8 +137,9 @@ def _cpu_model() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90", help="NVIDIA arch to generate code for (default sm_90)")
+    parser.add_argument("--samples", type=int, default=5, help="lite builds per language")
     parser.add_argument(
-        "--baseline", action="store_true", help="also time one nvcc unit with the full header"
+        "--regular-samples", type=int, default=3, help="regular builds per language (0: none)"
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compile_latency.json")
     args = parser.parse_args()
@@ -124,52 +148,30 @@ def main() -> int:
     gpu = Target(backend=Backend.CUDA, arch=args.arch, device=f"{args.arch} (code generation only)")
     load_before = os.getloadavg()
     rows: list[dict] = []
+    one_off: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="kjudge-bench-cache-") as cache_name:
         cache = Path(cache_name)
-        rows.append(_timed_compile("cpp, no PCH", CPP_RELU, Language.CPP, cpu, None))
-        rows.append(
-            _row(
-                "precompiled header build (once per toolchain)",
-                lambda: prepare_toolchain(cache) and find_pch(cache, host_compiler()),
-            )
-        )
-        pch_dir = find_pch(cache, host_compiler())
-        rows.append(_timed_compile("cpp, cached PCH", CPP_RELU, Language.CPP, cpu, pch_dir))
-        have_nvcc = cuda.cuda_home() is not None
-        if have_nvcc:
-            rows.append(
-                _timed_compile(
-                    f"cuda cold ({args.arch}; light nvcc unit + PCH binding)",
-                    CUDA_RELU,
-                    Language.CUDA,
-                    gpu,
-                    pch_dir,
-                )
-            )
-            rows.append(
-                _timed_compile(f"hip-on-cuda cold ({args.arch})", HIP_RELU, Language.HIP, gpu, pch_dir)
-            )
-            if args.baseline:
-                rows.append(
-                    _timed_compile(
-                        f"cuda, one nvcc unit with full torch/extension.h ({args.arch})",
-                        CUDA_RELU,
-                        Language.CUDA,
-                        gpu,
-                        pch_dir,
-                        merged=True,
-                    )
-                )
-        built = build_native(CPP_RELU, Language.CPP, "forward", cpu, cache, sandboxed=False)
-        rows.append(
-            _row(
-                "cache hit (build_native, same source)",
-                lambda: build_native(CPP_RELU, Language.CPP, "forward", cpu, cache).cached and built.ok,
-            )
-        )
+        t = time.monotonic()
+        prepare_toolchain(cache, Backend.CUDA if cuda.cuda_home() else None)
+        one_off["precompiled header + lite runtimes"] = round(time.monotonic() - t, 2)
+        cases = [("cpp", _raw(Language.CPP, CPP_RELU, cpu, cache))]
+        if cuda.cuda_home() is not None:
+            cuda_src = (EXAMPLES / "relu_cuda.cu").read_text().replace("0.0f)", "0.0f * KJ_VARIANT)")
+            hip_src = (EXAMPLES / "relu_hip.hip").read_text()
+            cases += [
+                ("cuda", _raw(Language.CUDA, cuda_src, gpu, cache)),
+                ("hip (HIP-on-CUDA)", _raw(Language.HIP, hip_src, gpu, cache)),
+                ("kernelbench load_inline", _kernelbench(gpu, cache)),
+            ]
+        for name, build in cases:
+            rows.append(_samples(name, build, args.samples, 0, lite=True))
+            if args.regular_samples:
+                rows.append(_samples(name, build, args.regular_samples, 100, lite=False))
+            print(rows[-2] if args.regular_samples else rows[-1], flush=True)
     load_after = os.getloadavg()
 
     info = torch_info()
+    headline = {f"{r['name']} {r['path']} p50_s": r["p50_s"] for r in rows}
     result = {
         "bench": "compile_latency",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -181,27 +183,32 @@ def main() -> int:
             "loadavg_before": load_before,
             "loadavg_after": load_after,
         },
-        "device": f"none (CPU host); CUDA rows generate {args.arch} code without a GPU",
+        "device": f"compile host only; CUDA rows generate {args.arch} code",
         "toolchain": {
             "torch": info.version,
             "cxx": compiler_version(host_compiler()),
             "nvcc": compiler_version(cuda.nvcc_path()) if cuda.cuda_home() else None,
             "cxx_std": info.cxx_std,
         },
-        "workload": "ReLU extension: one kernel/loop + generated pybind11 binding; wall seconds, single run each",
+        "workload": "ReLU per language, a new source each sample; wall seconds of one build on an otherwise idle host",
+        "one_off_s": one_off,
+        "headline": headline,
         "rows": rows,
     }
     width = max(len(r["name"]) for r in rows)
-    print(f"{'build':<{width}}  seconds  ok")
+    print(f"{'build':<{width}}  path     p50 s  samples")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['seconds']:7.1f}  {r['ok']}")
+        print(
+            f"{r['name']:<{width}}  {r['path']:<7}  {r['p50_s']:5.1f}  {r['samples_s']}  ok={r['ok']} lite={r['built_lite']}"
+        )
+    print(f"one-off: {one_off}")
     print(
         f"host: {result['host']['cpu']} x{result['host']['cores']}, load {load_before[0]:.1f} -> {load_after[0]:.1f}"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
-    return 0 if all(r["ok"] for r in rows) else 1
+    return 0 if all(r["ok"] and r["built_lite"] for r in rows) else 1
 
 
 if __name__ == "__main__":

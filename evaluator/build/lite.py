@@ -61,7 +61,10 @@ def fingerprint() -> str:
 
 
 def eligible(code: str, kind: UnitKind, backend: Backend) -> bool:
-    """Whether a unit is worth a lite attempt: C++ anywhere, CUDA on NVIDIA (ROCm: not yet)."""
+    """Whether a unit is worth a lite attempt: C++ anywhere, CUDA on NVIDIA (ROCm: not yet).
+    KJUDGE_NO_LITE=1 turns lite builds off (an operator's switch, and the benches' baseline)."""
+    if os.environ.get("KJUDGE_NO_LITE") == "1":
+        return False
     if kind is UnitKind.HIP or (kind is UnitKind.CUDA and backend is not Backend.CUDA):
         return False
     return _NOT_LITE.search(mask_comments_and_strings(code)) is None
