@@ -60,12 +60,21 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
+def cuda_enabled() -> bool:
+    """CUDA units go lite only with KJUDGE_LITE_CUDA=1 until the GPU tests
+    (tests/build/test_lite_gpu.py) have passed on a GPU: the CUDA runtime's stream and device
+    calls have only been compiled, never run (no GPU time was left in the session that built
+    them). C++ units are lite by default: the CPU tests run them in CI."""
+    return os.environ.get("KJUDGE_LITE_CUDA", "0") == "1"
+
+
 def eligible(code: str, kind: UnitKind, backend: Backend) -> bool:
-    """Whether a unit is worth a lite attempt: C++ anywhere, CUDA on NVIDIA (ROCm: not yet).
-    KJUDGE_NO_LITE=1 turns lite builds off (an operator's switch, and the benches' baseline)."""
+    """Whether a unit is worth a lite attempt: C++ anywhere, CUDA on NVIDIA when enabled (ROCm:
+    not yet). KJUDGE_NO_LITE=1 turns lite builds off (an operator's switch, and the benches'
+    baseline)."""
     if os.environ.get("KJUDGE_NO_LITE") == "1":
         return False
-    if kind is UnitKind.HIP or (kind is UnitKind.CUDA and backend is not Backend.CUDA):
+    if kind is UnitKind.HIP or (kind is UnitKind.CUDA and (backend is not Backend.CUDA or not cuda_enabled())):
         return False
     return _NOT_LITE.search(mask_comments_and_strings(code)) is None
 

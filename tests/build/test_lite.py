@@ -3,6 +3,8 @@ behaves as with PyTorch's headers, and anything the lite API lacks is built the 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 import weakref
 from pathlib import Path
@@ -11,7 +13,7 @@ import pytest
 import torch
 
 from evaluator.build import build_native, load_module
-from evaluator.build.engine import build_spec
+from evaluator.build.engine import _device_command, build_spec
 from evaluator.build.load_inline_shim import plan_inline
 from evaluator.build.models import BuildOutput, UnitKind
 from evaluator.build.native import plan
@@ -59,6 +61,7 @@ double first(torch::Tensor x) { return x.data_ptr<double>()[0]; }
 """
 
 
+CUDA_RELU = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cuda.cu").read_text()
 FUNCTIONS = {"forward": "", "shapes": "", "meta": "", "first": ""}
 FLAGS: dict = dict(extra_cflags=[], extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[])
 
@@ -70,14 +73,15 @@ def _build(source: str, target: Target, cache: Path) -> BuildOutput:
 
 
 def test_plan_tries_the_lite_unit_first_and_keeps_the_regular_build(
-    cpu_target: Target, sm90_target: Target
+    cpu_target: Target, sm90_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = plan(API_TOUR, Language.CPP, "forward", cpu_target)
     assert spec.lite_units is not None and spec.lite_units[0].lite
     assert 'kjl_make_module("' + spec.module_name in spec.lite_units[0].code
     assert spec.units and not spec.units[0].lite  # the regular build, for when lite does not compile
-    cuda_src = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cuda.cu").read_text()
-    cuda_spec = plan(cuda_src, Language.CUDA, "forward", sm90_target)
+    assert plan(CUDA_RELU, Language.CUDA, "forward", sm90_target).lite_units is None  # opt-in, for now
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")
+    cuda_spec = plan(CUDA_RELU, Language.CUDA, "forward", sm90_target)
     assert cuda_spec.lite_units is not None and cuda_spec.lite_units[0].kind is UnitKind.CUDA
     own_module = API_TOUR + '\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }\n'
     assert plan(own_module, Language.CPP, "forward", cpu_target).lite_units is None
@@ -156,7 +160,10 @@ def test_a_compile_error_is_reported_from_the_regular_build(build_cache: Path, c
     assert "error: expected" in out.log and "return out" in out.log and "kjudge_lite" not in out.log, out.log
 
 
-def test_load_inline_sources_get_a_lite_unit(cpu_target: Target, sm90_target: Target) -> None:
+def test_load_inline_sources_get_a_lite_unit(
+    cpu_target: Target, sm90_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")
     decl = "torch::Tensor forward(torch::Tensor x);"
     kernel = "__global__ void k(float* y) {}\ntorch::Tensor forward(torch::Tensor x) { return x; }"
     flags = FLAGS
@@ -174,3 +181,48 @@ def test_load_inline_sources_get_a_lite_unit(cpu_target: Target, sm90_target: Ta
         cpu_target, "m", [kernel.replace("__global__ void k(float* y) {}", "")], [], {"forward": ""}, **flags
     )
     assert cpu.lite_units is not None and cpu.lite_units[0].kind is UnitKind.CXX
+
+
+HALF_KERNEL = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+template <typename scalar_t>
+__global__ void twice(const scalar_t* x, scalar_t* y, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = static_cast<scalar_t>(static_cast<float>(x[i]) * 2.0f);
+}
+torch::Tensor forward(torch::Tensor x) {
+    const at::cuda::OptionalCUDAGuard guard(device_of(x));
+    auto y = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::ScalarType::BFloat16, x.scalar_type(), "twice", ([&] {
+        twice<scalar_t><<<1, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), x.numel());
+    }));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc"
+)
+@pytest.mark.parametrize(
+    "source", [CUDA_RELU, HALF_KERNEL], ids=["relu_example", "half_dispatch_guard_stream"]
+)
+def test_lite_cuda_units_compile_with_nvcc(
+    source: str, sm90_target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nvcc accepts the lite headers (no GPU, no CUDA PyTorch needed: the unit alone, not linked)."""
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")
+    spec = plan(source, Language.CUDA, "forward", sm90_target)
+    (unit,) = spec.lite_units or []
+    path = tmp_path / unit.name
+    path.write_text(unit.code)
+    cmd = _device_command(unit, spec, path, tmp_path / "unit.o")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (
+        "PyInit_" + spec.module_name
+        in subprocess.run(["nm", str(tmp_path / "unit.o")], capture_output=True, text=True).stdout
+    )

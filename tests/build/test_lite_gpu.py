@@ -19,6 +19,12 @@ pytestmark = [pytest.mark.gpu, requires_cuda_gpu]
 
 LITE_NOTE = "built with the lite torch API"
 
+
+@pytest.fixture(autouse=True)
+def _lite_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")  # opt-in until these tests have passed on a GPU
+
+
 SCALE_HALF = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
