@@ -45,7 +45,7 @@ _NEEDS_HALF = re.compile(
 # Python bindings, or host code the lite API does not have: straight to the regular build.
 _NOT_LITE = re.compile(
     r"\bPYBIND11_\w+|\bpybind11\b|\bpy::|\btorch::(nn|optim|data|jit|autograd|python|serialize)\b|"
-    r"\bat::(indexing|parallel_for|native)\b"
+    r"\bat::(indexing|native)\b"
 )
 
 

@@ -58,11 +58,22 @@ std::tuple<torch::Tensor, int64_t, double> meta(torch::Tensor x) {
 }
 
 double first(torch::Tensor x) { return x.data_ptr<double>()[0]; }
+
+torch::Tensor squares(torch::Tensor x) {  // at::parallel_for, as PyTorch's own CPU kernels
+    auto y = torch::empty_like(x);
+    const float* s = x.data_ptr<float>();
+    float* d = y.data_ptr<float>();
+    at::parallel_for(0, x.numel(), 1024, [&](int64_t lo, int64_t hi) {
+        TORCH_CHECK(hi - lo >= 1024 || hi == x.numel(), "a chunk below the grain size");
+        for (int64_t i = lo; i < hi; ++i) d[i] = s[i] * s[i];
+    });
+    return y;
+}
 """
 
 
 CUDA_RELU = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cuda.cu").read_text()
-FUNCTIONS = {"forward": "", "shapes": "", "meta": "", "first": ""}
+FUNCTIONS = {"forward": "", "shapes": "", "meta": "", "first": "", "squares": ""}
 FLAGS: dict = dict(extra_cflags=[], extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[])
 
 
@@ -104,6 +115,9 @@ def test_a_lite_module_behaves_as_pytorch(build_cache: Path, cpu_target: Target)
     assert listed[2].dtype == torch.int32 and listed[3].dtype == torch.float64
     torch.testing.assert_close(listed[3], torch.full((2,), 7.5, dtype=torch.float64))
 
+    big = torch.randn(100_003)
+    torch.testing.assert_close(module.squares(big), big * big, rtol=0, atol=0)
+
     first, number, half = module.meta(x)
     torch.testing.assert_close(first, x[0])
     assert (number, half) == (4 + 5 + 5 * 100 + 4 * 10000, 2.5)
@@ -141,6 +155,14 @@ def test_lite_calls_release_what_they_hold(build_cache: Path, cpu_target: Target
     gone = weakref.ref(out)
     del out
     assert gone() is None
+
+
+def test_the_cpp_example_builds_lite_and_is_exact(build_cache: Path, cpu_target: Target) -> None:
+    source = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cpp.cpp").read_text()
+    out = build_native(source + f"// {time.time_ns()}\n", Language.CPP, "forward", cpu_target, build_cache)
+    assert out.ok and LITE_NOTE in out.log, out.log
+    x = torch.randn(16, 16384)
+    torch.testing.assert_close(load_module(out).forward(x), x.relu(), rtol=0, atol=0)
 
 
 def test_what_the_lite_api_lacks_is_built_with_pytorchs_headers(

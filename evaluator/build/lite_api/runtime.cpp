@@ -68,6 +68,7 @@ int64_t kjl_element_size(int8_t dtype) { return static_cast<int64_t>(c10::elemen
 const char* kjl_dtype_name(int8_t dtype) { return c10::toString(static_cast<c10::ScalarType>(dtype)); }
 double kjl_item_double(void* t) { return view_of(t).item<double>(); }
 int64_t kjl_item_int(void* t) { return view_of(t).item<int64_t>(); }
+int kjl_num_threads() { return at::get_num_threads(); }
 
 void* kjl_op(int32_t op, void* self, const int64_t* ints, int64_t nints, double value, void* other) {
     at::Tensor s = view_of(self);

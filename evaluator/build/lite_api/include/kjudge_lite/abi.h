@@ -63,6 +63,7 @@ KJL_HIDDEN int64_t kjl_element_size(int8_t dtype);
 KJL_HIDDEN const char* kjl_dtype_name(int8_t dtype);
 KJL_HIDDEN double kjl_item_double(void* t);
 KJL_HIDDEN int64_t kjl_item_int(void* t);
+KJL_HIDDEN int kjl_num_threads();  // at::get_num_threads(): PyTorch's intra-op thread count
 
 // Operations that make a tensor (a new reference). `ints` are the op's integer arguments.
 enum KjlOp : int32_t {

@@ -6,8 +6,11 @@
 #pragma once
 #include <kjudge_lite/abi.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <cstring>
 #include <initializer_list>
 #include <optional>
@@ -19,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #ifdef KJUDGE_LITE_HALF
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -407,6 +413,49 @@ inline Tensor full_like(const Tensor& t, double v, TensorOptions o = {}) {
     return detail::factory(KJL_FULL_LIKE, {}, o, v, &t);
 }
 inline Tensor arange(int64_t end, TensorOptions o = {}) { return detail::factory(KJL_ARANGE, {end}, o); }
+
+inline int get_num_threads() { return kjl_num_threads(); }
+inline bool in_parallel_region() {
+#ifdef _OPENMP
+    return omp_in_parallel() != 0;
+#else
+    return false;
+#endif
+}
+
+// As ATen's OpenMP parallel_for: [begin, end) split into one chunk per thread, of at least
+// `grain_size` elements, over at most at::get_num_threads() threads; serial when the range is
+// small, inside another parallel region, or without OpenMP. The first exception is rethrown.
+template <class F>
+inline void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
+    if (begin >= end) return;
+    int64_t threads = get_num_threads();
+    if (grain_size > 0) threads = std::min<int64_t>(threads, (end - begin + grain_size - 1) / grain_size);
+    if (threads <= 1 || in_parallel_region()) {
+        f(begin, end);
+        return;
+    }
+#ifdef _OPENMP
+    std::exception_ptr error;
+    std::atomic_flag failed = ATOMIC_FLAG_INIT;
+#pragma omp parallel num_threads(static_cast<int>(threads))
+    {
+        int64_t n = omp_get_num_threads();
+        int64_t chunk = (end - begin + n - 1) / n;
+        int64_t lo = begin + omp_get_thread_num() * chunk;
+        if (lo < end) {
+            try {
+                f(lo, std::min(end, lo + chunk));
+            } catch (...) {
+                if (!failed.test_and_set()) error = std::current_exception();
+            }
+        }
+    }
+    if (error) std::rethrow_exception(error);
+#else
+    f(begin, end);
+#endif
+}
 
 }  // namespace at
 

@@ -1,0 +1,3 @@
+// kjudge lite: see kjudge_lite/core.h
+#pragma once
+#include <kjudge_lite/core.h>
