@@ -101,13 +101,20 @@ def claim(
         refused = _refusal(session, submission_id, now=now, max_attempts=max_attempts)
         session.commit()
         return refused
-    token = int(row[0])
+    claim_ = _load_claim(session, submission_id, int(row[0]), claimed_at=now)
+    session.commit()
+    return claim_
+
+
+def _load_claim(session: Session, submission_id: str, token: int, *, claimed_at: datetime | None) -> Claim:
+    """The claim of a row its caller just took, read back with its problem; `claimed_at` None is
+    the row's `started_at` (the compile stage's claim)."""
     sub, problem = session.execute(
         sa.select(Submission, Problem)
         .join(Problem, Problem.id == Submission.problem_id)
         .where(Submission.id == submission_id)
     ).one()
-    claim_ = Claim(
+    return Claim(
         submission_id=sub.id,
         token=token,
         problem_id=problem.id,
@@ -119,11 +126,9 @@ def claim(
         queue=sub.queue,
         metadata=dict(sub.meta or {}),
         created_at=sub.created_at,
-        claimed_at=now,
+        claimed_at=sub.started_at if claimed_at is None else claimed_at,
         profile=bool(sub.profile),
     )
-    session.commit()
-    return claim_
 
 
 def _refusal(session: Session, submission_id: str, *, now: datetime, max_attempts: int) -> ClaimRefused:
@@ -579,25 +584,7 @@ def take_over(
     if row is None:
         session.rollback()
         return None
-    sub, problem = session.execute(
-        sa.select(Submission, Problem)
-        .join(Problem, Problem.id == Submission.problem_id)
-        .where(Submission.id == submission_id)
-    ).one()
-    taken = Claim(
-        submission_id=sub.id,
-        token=token,
-        problem_id=problem.id,
-        problem_name=problem.name,
-        problem_source=problem.source,
-        language=sub.language,
-        source=sub.source,
-        entry=sub.entry,
-        queue=sub.queue,
-        metadata=dict(sub.meta or {}),
-        created_at=sub.created_at,
-        profile=bool(sub.profile),
-        claimed_at=sub.started_at,  # the compile stage's claim: `queued` ends there
-    )
+    # claimed_at: the compile stage's claim (`queued` ends there)
+    taken = _load_claim(session, submission_id, token, claimed_at=None)
     session.commit()
     return taken
