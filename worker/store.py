@@ -338,31 +338,58 @@ def reconcile(
             Submission.status.in_(ACTIVE),
             Submission.lease_expires_at < now,
         )
-        if attempts >= max_attempts:
-            gave = session.execute(
-                sa.update(Submission)
-                .where(still_expired)
-                .values(
-                    status="error",
-                    finished_at=now,
-                    lease_expires_at=None,
-                    message=f"kjudge gave up after {attempts} attempts: the worker evaluating it "
-                    f"(last: {worker or 'unknown'}) stopped renewing its lease",
-                )
-            )
-            if gave.rowcount:
-                report.gave_up.append(sub_id)
-            continue
-        back = session.execute(
-            sa.update(Submission)
-            .where(still_expired)
-            .values(status="queued", worker=None, lease_expires_at=now + timedelta(seconds=queued_grace_s))
-        )
-        if back.rowcount:
-            report.requeued.append((sub_id, queue))
-            report.recovered.add(sub_id)
+        why = f"the worker evaluating it (last: {worker or 'unknown'}) stopped renewing its lease"
+        _give_up_or_requeue(
+            session, report, sub_id, queue, attempts, still_expired,
+            now=now, max_attempts=max_attempts, queued_grace_s=queued_grace_s, why=why,
+        )  # fmt: skip
     session.commit()
     return report
+
+
+def _give_up_or_requeue(
+    session: Session,
+    report: ReconcileReport,
+    sub_id: str,
+    queue: str,
+    attempts: int,
+    same_claim: sa.ColumnElement[bool],
+    *,
+    now: datetime,
+    max_attempts: int,
+    queued_grace_s: float,
+    why: str,
+    clear_holder: bool = False,
+) -> None:
+    """A claim whose worker is gone (while `same_claim` still holds): `error` once it is out of
+    attempts (`why` says what happened), else back to `queued`, to the front of its queue."""
+    if attempts >= max_attempts:
+        gave = session.execute(
+            sa.update(Submission)
+            .where(same_claim)
+            .values(
+                status="error",
+                finished_at=now,
+                lease_expires_at=None,
+                message=f"kjudge gave up after {attempts} attempts: {why}",
+            )
+        )
+        if gave.rowcount:
+            report.gave_up.append(sub_id)
+        return
+    back = session.execute(
+        sa.update(Submission)
+        .where(same_claim)
+        .values(
+            status="queued",
+            worker=None,
+            lease_expires_at=now + timedelta(seconds=queued_grace_s),
+            **({"holder": None} if clear_holder else {}),
+        )
+    )
+    if back.rowcount:
+        report.requeued.append((sub_id, queue))
+        report.recovered.add(sub_id)
 
 
 def queued_queues(session: Session) -> list[str]:
@@ -440,34 +467,11 @@ def recover_orphans(
             Submission.holder == holder,
             Submission.status.in_(ACTIVE),
         )
-        if attempts >= max_attempts:
-            gave = session.execute(
-                sa.update(Submission)
-                .where(same_claim)
-                .values(
-                    status="error",
-                    finished_at=now,
-                    lease_expires_at=None,
-                    message=f"kjudge gave up after {attempts} attempts: the worker process "
-                    "evaluating it died each time",
-                )
-            )
-            if gave.rowcount:
-                report.gave_up.append(sub_id)
-            continue
-        back = session.execute(
-            sa.update(Submission)
-            .where(same_claim)
-            .values(
-                status="queued",
-                worker=None,
-                holder=None,
-                lease_expires_at=now + timedelta(seconds=queued_grace_s),
-            )
-        )
-        if back.rowcount:
-            report.requeued.append((sub_id, queue))
-            report.recovered.add(sub_id)
+        _give_up_or_requeue(
+            session, report, sub_id, queue, attempts, same_claim,
+            now=now, max_attempts=max_attempts, queued_grace_s=queued_grace_s,
+            why="the worker process evaluating it died each time", clear_holder=True,
+        )  # fmt: skip
     session.commit()
     return report
 
