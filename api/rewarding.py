@@ -32,7 +32,7 @@ from api.auth import Principal
 from api.backpressure import QueueGate
 from api.errors import ApiError
 from api.schemas import BatchItem
-from api.submitting import ProblemCache, accept, prepare
+from api.submitting import ProblemCache, submit
 from core.publish import Enqueuer
 from core.settings import Settings
 from db.models import FINAL_STATUSES, ResultRow, Submission
@@ -117,9 +117,11 @@ async def score_openrlhf(
         )
         where.append(i)
     if items:
-        ids = await run_in_threadpool(
-            _submit, maker, settings, enqueuer, problem_cache, gate, principal, items
+        keys = [item.client_request_id for item in items]
+        _, accepted = await run_in_threadpool(
+            submit, maker, settings, enqueuer, problem_cache, gate, principal, items, keys, batch=True
         )
+        ids = [a.id for a in accepted]
         finals = await _wait(
             maker, ids, time.monotonic() + min(config.timeout_s, settings.reward_wait_s), config
         )
@@ -132,28 +134,6 @@ async def score_openrlhf(
         if r.infra_error:
             log.warning("openrlhf reward: infrastructure error, given infra_score: %s", r.message)
     return _response(done, config)
-
-
-def _submit(
-    maker: sessionmaker[Session],
-    settings: Settings,
-    enqueuer: Enqueuer,
-    problem_cache: ProblemCache,
-    gate: QueueGate,
-    principal: Principal,
-    items: list[BatchItem],
-) -> list[str]:
-    with maker() as session:
-        prepared = prepare(
-            session,
-            settings,
-            items,
-            [item.client_request_id for item in items],
-            batch=True,
-            cache=problem_cache,
-        )
-        _, accepted = accept(session, enqueuer, principal, prepared, batch=True, gate=gate)
-    return [a.id for a in accepted]
 
 
 async def _wait(

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from prometheus_client import Counter as MetricCounter
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from api.auth import Principal
 from api.backpressure import QueueGate
@@ -250,6 +250,25 @@ def accept(
     if jobs:
         enqueuer.enqueue(jobs)
     return batch_id, [p.accepted for p in prepared if p.accepted is not None]
+
+
+def submit(
+    maker: sessionmaker[Session],
+    settings: Settings,
+    enqueuer: Enqueuer,
+    problem_cache: ProblemCache,
+    gate: QueueGate,
+    principal: Principal,
+    items: Sequence[SubmissionCreate],
+    idempotency_keys: Sequence[str | None],
+    *,
+    batch: bool,
+) -> tuple[str | None, list[SubmissionAccepted]]:
+    """`prepare` then `accept` in a session of their own (blocking: the routes run it in the
+    thread pool); the batch's id (None for a single submission) and the accepted submissions."""
+    with maker() as session:
+        prepared = prepare(session, settings, items, idempotency_keys, batch=batch, cache=problem_cache)
+        return accept(session, enqueuer, principal, prepared, batch=batch, gate=gate)
 
 
 def _store(

@@ -18,14 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,11 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.embedded_serve import seed_problem, serve  # noqa: E402
 from bench.provenance import commit  # noqa: E402
 
 RESULT = REPO / "bench" / "results" / "reward_overhead.json"
@@ -66,12 +61,6 @@ NOTES = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _device() -> str:
     model = "unknown CPU"
     with contextlib.suppress(OSError):
@@ -80,30 +69,6 @@ def _device() -> str:
                 model = line.split(":", 1)[1].strip()
                 break
     return f"{model}, {os.cpu_count()} cores (CPU target; host {platform.node()})"
-
-
-def _seed(home: Path) -> str:
-    import sqlalchemy as sa
-
-    from core.settings import Settings
-    from db.migrate import upgrade
-    from db.models import Problem
-    from db.session import make_engine
-
-    settings = Settings(home=home)
-    upgrade(settings)
-    source = (EXAMPLES / "problem.py").read_text()
-    pid = hashlib.sha256(source.encode()).hexdigest()
-    engine = make_engine(settings.effective_database_url)
-    with engine.begin() as conn:
-        if not conn.execute(sa.select(Problem.id).where(Problem.id == pid)).first():
-            conn.execute(
-                sa.insert(Problem).values(
-                    id=pid, name=PROBLEM_NAME, source=source, tags=[], settings={}, roofline={}
-                )
-            )
-    engine.dispose()
-    return pid
 
 
 def _completion(kernel: str, i: int) -> str:
@@ -209,26 +174,10 @@ def main() -> int:
     levels = [int(c) for c in args.concurrency.split(",")]
 
     home = args.home or Path(tempfile.mkdtemp(prefix="kjudge-reward-bench-"))
-    _seed(home)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
-    env.update(KJUDGE_HOME=str(home), PYTHONPATH=str(REPO))
-    log = open(home / "serve.log", "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kjudge", "serve", "--port", str(port), "--workers", str(args.api_workers),
-         "--log-level", "warning"],
-        env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"kjudge serve did not start; see {home / 'serve.log'}")
-            time.sleep(0.5)
+    seed_problem(home, (EXAMPLES / "problem.py").read_text(), PROBLEM_NAME)
+    serve_args = ["--workers", str(args.api_workers), "--log-level", "warning"]
+    with serve(home, home / "serve.log", args=serve_args) as served:
+        url, proc = served.url, served.proc
         os.environ["KJUDGE_URL"] = url
         from kjudge.rewards import stats
         from kjudge.rewards.trl import make_kernel_reward
@@ -257,13 +206,6 @@ def main() -> int:
         runs = [_median_round([r[i] for r in rounds]) for i in range(len(levels))]
         if any(s is None for s in warm):
             raise SystemExit(f"the warm-up evaluations failed: {warm}; see {home / 'serve.log'}")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=40)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
 
     print(
         f"{'concurrency':>11} {'calls':>6} {'calls/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} "

@@ -225,17 +225,8 @@ def _evaluate(
     build = None
     compile_log = ""
     if language in NATIVE_LANGUAGES:
-        from evaluator.build import build_native
-
         t = time.monotonic()
-        build = build_native(
-            submission.source,
-            language,
-            submission.entry,
-            target,
-            _native_cache(cache_dir),
-            timeout_s=options.build_timeout_s,
-        )
+        build = _build_native(submission, language, target, cache_dir, options)
         durations["compile"] = time.monotonic() - t
         compile_log = build.log[-LOG_TAIL:]
         if not build.ok:
@@ -452,16 +443,7 @@ def prebuild(
         return _prebuild_inline(submission, options, cache_dir, target, started)
     if language not in NATIVE_LANGUAGES:
         return BuildOutcome(target=target, durations_s={"compile": 0.0})
-    from evaluator.build import build_native
-
-    build = build_native(
-        submission.source,
-        language,
-        submission.entry,
-        target,
-        _native_cache(cache_dir),
-        timeout_s=options.build_timeout_s,
-    )
+    build = _build_native(submission, language, target, cache_dir, options)
     durations["compile"] = time.monotonic() - started
     if not build.ok:
         # The compile stage's verdict is final: it gets the same last touches as evaluate's.
@@ -637,6 +619,23 @@ def _writable_for_run(cache_dir: Path) -> list[Path]:
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
     return dirs
+
+
+def _build_native(
+    submission: Submission, language: Language, target: Target, cache_dir: Path, options: EvalOptions
+) -> BuildOutput:
+    """The native build evaluate and prebuild share (its cache is what makes prebuild's build
+    the one a later evaluate loads)."""
+    from evaluator.build import build_native
+
+    return build_native(
+        submission.source,
+        language,
+        submission.entry,
+        target,
+        _native_cache(cache_dir),
+        timeout_s=options.build_timeout_s,
+    )
 
 
 def _native_cache(cache_dir: Path) -> Path:

@@ -52,97 +52,48 @@ class DevicePeaks(BaseModel):
         return self.l2_bytes + self.last_level_cache_bytes
 
 
+def _peaks(
+    name: str,
+    arch: str,
+    hbm_tbps: float,
+    fp32: float,
+    tf32: float | None,
+    half: float,
+    fp8: float,
+    l2_mib: int,
+    infinity_cache_mib: int,
+) -> DevicePeaks:
+    """One row of the table below (FP16 and BF16 have the same dense rate on every part in it)."""
+    return DevicePeaks(
+        name=name,
+        arch=arch,
+        hbm_tbps=hbm_tbps,
+        fp32_tflops=fp32,
+        tf32_tflops=tf32,
+        fp16_tflops=half,
+        bf16_tflops=half,
+        fp8_tflops=fp8,
+        l2_bytes=l2_mib * MiB,
+        last_level_cache_bytes=infinity_cache_mib * MiB,
+    )
+
+
 # Matched against torch's device name (lower-cased, without spaces, dashes, underscores); the
 # first match wins, so more specific names come before the names they contain. AMD names match
 # as substrings ("AMD Instinct MI300X VF" is an MI300X); a key starting with "=" must equal the
 # whole name (NVIDIA sells PCIe/NVL parts under the same chip name with other clocks and memory).
-_PEAKS: tuple[tuple[str, DevicePeaks], ...] = (
-    (
-        "mi355x",
-        DevicePeaks(
-            name="AMD Instinct MI355X",
-            arch="gfx950",
-            hbm_tbps=8.0,
-            fp32_tflops=157.3,
-            fp16_tflops=2516.6,
-            bf16_tflops=2516.6,
-            fp8_tflops=5033.2,
-            l2_bytes=32 * MiB,
-            last_level_cache_bytes=256 * MiB,
-        ),
-    ),
-    (
-        "mi350x",
-        DevicePeaks(
-            name="AMD Instinct MI350X",
-            arch="gfx950",
-            hbm_tbps=8.0,
-            fp32_tflops=144.2,
-            fp16_tflops=2306.9,
-            bf16_tflops=2306.9,
-            fp8_tflops=4613.7,
-            l2_bytes=32 * MiB,
-            last_level_cache_bytes=256 * MiB,
-        ),
-    ),
-    (
-        "mi325x",
-        DevicePeaks(
-            name="AMD Instinct MI325X",
-            arch="gfx942",
-            hbm_tbps=6.0,
-            fp32_tflops=163.4,
-            tf32_tflops=653.7,
-            fp16_tflops=1307.4,
-            bf16_tflops=1307.4,
-            fp8_tflops=2614.9,
-            l2_bytes=32 * MiB,
-            last_level_cache_bytes=256 * MiB,
-        ),
-    ),
-    (
-        "mi300x",
-        DevicePeaks(
-            name="AMD Instinct MI300X",
-            arch="gfx942",
-            hbm_tbps=5.3,
-            fp32_tflops=163.4,
-            tf32_tflops=653.7,
-            fp16_tflops=1307.4,
-            bf16_tflops=1307.4,
-            fp8_tflops=2614.9,
-            l2_bytes=32 * MiB,
-            last_level_cache_bytes=256 * MiB,
-        ),
-    ),
-    (
-        "=nvidiah200",
-        DevicePeaks(
-            name="NVIDIA H200",
-            arch="sm_90",
-            hbm_tbps=4.8,
-            fp32_tflops=67.0,
-            tf32_tflops=494.7,
-            fp16_tflops=989.4,
-            bf16_tflops=989.4,
-            fp8_tflops=1978.9,
-            l2_bytes=50 * MiB,
-        ),
-    ),
-    (
-        "=nvidiah10080gbhbm3",
-        DevicePeaks(
-            name="NVIDIA H100 SXM",
-            arch="sm_90",
-            hbm_tbps=3.35,
-            fp32_tflops=67.0,
-            tf32_tflops=494.7,
-            fp16_tflops=989.4,
-            bf16_tflops=989.4,
-            fp8_tflops=1978.9,
-            l2_bytes=50 * MiB,
-        ),
-    ),
+# Columns: key; name, arch, HBM TB/s; TFLOP/s FP32 (vector), TF32, FP16 = BF16 (dense), FP8
+# (dense); L2 MiB, Infinity Cache MiB (0: none).
+_PEAKS: tuple[tuple[str, DevicePeaks], ...] = tuple(
+    (key, _peaks(*row))
+    for key, *row in (
+        ("mi355x", "AMD Instinct MI355X", "gfx950", 8.0, 157.3, None, 2516.6, 5033.2, 32, 256),
+        ("mi350x", "AMD Instinct MI350X", "gfx950", 8.0, 144.2, None, 2306.9, 4613.7, 32, 256),
+        ("mi325x", "AMD Instinct MI325X", "gfx942", 6.0, 163.4, 653.7, 1307.4, 2614.9, 32, 256),
+        ("mi300x", "AMD Instinct MI300X", "gfx942", 5.3, 163.4, 653.7, 1307.4, 2614.9, 32, 256),
+        ("=nvidiah200", "NVIDIA H200", "sm_90", 4.8, 67.0, 494.7, 989.4, 1978.9, 50, 0),
+        ("=nvidiah10080gbhbm3", "NVIDIA H100 SXM", "sm_90", 3.35, 67.0, 494.7, 989.4, 1978.9, 50, 0),
+    )
 )
 
 # Architectures whose every part has an Infinity Cache behind L2 (MI300A/X, MI325X: gfx942;

@@ -11,7 +11,6 @@ of its devices, so a backlog stays in the shared queue where other hosts can tak
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any
 
@@ -22,6 +21,7 @@ from evaluator.result import Result, Target
 from worker import pipeline, store
 from worker.celery_app import app
 from worker.config import get_worker_settings
+from worker.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +51,6 @@ class CompileLease:
             self.taken_over = state.taken_over
             self.lost = not state.taken_over
         return state.waiting
-
-
-class _RenewWhileBuilding:
-    """The CompileLease on a thread, for the length of the build."""
-
-    def __init__(self, lease: CompileLease, interval_s: float) -> None:
-        self._lease = lease
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kjudge-compile-lease", daemon=True)
-
-    def __enter__(self) -> _RenewWhileBuilding:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval) and self._lease.renew():
-            pass
 
 
 def stage_target(claimed: store.Claim) -> pipeline.StageTarget:
@@ -110,7 +88,7 @@ def compile_and_hand_off(claimed: store.Claim) -> str:
     problem, submission = load_claim(claimed)
     lease = CompileLease(claimed, wsettings.worker_id, settings.running_lease_s)
     started = time.monotonic()
-    with _RenewWhileBuilding(lease, max(settings.running_lease_s / 3.0, 0.5)):
+    with Periodic(lease.renew, max(settings.running_lease_s / 3.0, 0.5), "kjudge-compile-lease"):
         outcome = prebuild(problem, submission, eval_options(target.device), target=probe(target))
     compile_s = time.monotonic() - started
     if lease.lost:

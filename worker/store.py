@@ -101,13 +101,20 @@ def claim(
         refused = _refusal(session, submission_id, now=now, max_attempts=max_attempts)
         session.commit()
         return refused
-    token = int(row[0])
+    claim_ = _load_claim(session, submission_id, int(row[0]), claimed_at=now)
+    session.commit()
+    return claim_
+
+
+def _load_claim(session: Session, submission_id: str, token: int, *, claimed_at: datetime | None) -> Claim:
+    """The claim of a row its caller just took, read back with its problem; `claimed_at` None is
+    the row's `started_at` (the compile stage's claim)."""
     sub, problem = session.execute(
         sa.select(Submission, Problem)
         .join(Problem, Problem.id == Submission.problem_id)
         .where(Submission.id == submission_id)
     ).one()
-    claim_ = Claim(
+    return Claim(
         submission_id=sub.id,
         token=token,
         problem_id=problem.id,
@@ -119,11 +126,9 @@ def claim(
         queue=sub.queue,
         metadata=dict(sub.meta or {}),
         created_at=sub.created_at,
-        claimed_at=now,
+        claimed_at=sub.started_at if claimed_at is None else claimed_at,
         profile=bool(sub.profile),
     )
-    session.commit()
-    return claim_
 
 
 def _refusal(session: Session, submission_id: str, *, now: datetime, max_attempts: int) -> ClaimRefused:
@@ -333,31 +338,58 @@ def reconcile(
             Submission.status.in_(ACTIVE),
             Submission.lease_expires_at < now,
         )
-        if attempts >= max_attempts:
-            gave = session.execute(
-                sa.update(Submission)
-                .where(still_expired)
-                .values(
-                    status="error",
-                    finished_at=now,
-                    lease_expires_at=None,
-                    message=f"kjudge gave up after {attempts} attempts: the worker evaluating it "
-                    f"(last: {worker or 'unknown'}) stopped renewing its lease",
-                )
-            )
-            if gave.rowcount:
-                report.gave_up.append(sub_id)
-            continue
-        back = session.execute(
-            sa.update(Submission)
-            .where(still_expired)
-            .values(status="queued", worker=None, lease_expires_at=now + timedelta(seconds=queued_grace_s))
-        )
-        if back.rowcount:
-            report.requeued.append((sub_id, queue))
-            report.recovered.add(sub_id)
+        why = f"the worker evaluating it (last: {worker or 'unknown'}) stopped renewing its lease"
+        _give_up_or_requeue(
+            session, report, sub_id, queue, attempts, still_expired,
+            now=now, max_attempts=max_attempts, queued_grace_s=queued_grace_s, why=why,
+        )  # fmt: skip
     session.commit()
     return report
+
+
+def _give_up_or_requeue(
+    session: Session,
+    report: ReconcileReport,
+    sub_id: str,
+    queue: str,
+    attempts: int,
+    same_claim: sa.ColumnElement[bool],
+    *,
+    now: datetime,
+    max_attempts: int,
+    queued_grace_s: float,
+    why: str,
+    clear_holder: bool = False,
+) -> None:
+    """A claim whose worker is gone (while `same_claim` still holds): `error` once it is out of
+    attempts (`why` says what happened), else back to `queued`, to the front of its queue."""
+    if attempts >= max_attempts:
+        gave = session.execute(
+            sa.update(Submission)
+            .where(same_claim)
+            .values(
+                status="error",
+                finished_at=now,
+                lease_expires_at=None,
+                message=f"kjudge gave up after {attempts} attempts: {why}",
+            )
+        )
+        if gave.rowcount:
+            report.gave_up.append(sub_id)
+        return
+    back = session.execute(
+        sa.update(Submission)
+        .where(same_claim)
+        .values(
+            status="queued",
+            worker=None,
+            lease_expires_at=now + timedelta(seconds=queued_grace_s),
+            **({"holder": None} if clear_holder else {}),
+        )
+    )
+    if back.rowcount:
+        report.requeued.append((sub_id, queue))
+        report.recovered.add(sub_id)
 
 
 def queued_queues(session: Session) -> list[str]:
@@ -435,34 +467,11 @@ def recover_orphans(
             Submission.holder == holder,
             Submission.status.in_(ACTIVE),
         )
-        if attempts >= max_attempts:
-            gave = session.execute(
-                sa.update(Submission)
-                .where(same_claim)
-                .values(
-                    status="error",
-                    finished_at=now,
-                    lease_expires_at=None,
-                    message=f"kjudge gave up after {attempts} attempts: the worker process "
-                    "evaluating it died each time",
-                )
-            )
-            if gave.rowcount:
-                report.gave_up.append(sub_id)
-            continue
-        back = session.execute(
-            sa.update(Submission)
-            .where(same_claim)
-            .values(
-                status="queued",
-                worker=None,
-                holder=None,
-                lease_expires_at=now + timedelta(seconds=queued_grace_s),
-            )
-        )
-        if back.rowcount:
-            report.requeued.append((sub_id, queue))
-            report.recovered.add(sub_id)
+        _give_up_or_requeue(
+            session, report, sub_id, queue, attempts, same_claim,
+            now=now, max_attempts=max_attempts, queued_grace_s=queued_grace_s,
+            why="the worker process evaluating it died each time", clear_holder=True,
+        )  # fmt: skip
     session.commit()
     return report
 
@@ -579,25 +588,7 @@ def take_over(
     if row is None:
         session.rollback()
         return None
-    sub, problem = session.execute(
-        sa.select(Submission, Problem)
-        .join(Problem, Problem.id == Submission.problem_id)
-        .where(Submission.id == submission_id)
-    ).one()
-    taken = Claim(
-        submission_id=sub.id,
-        token=token,
-        problem_id=problem.id,
-        problem_name=problem.name,
-        problem_source=problem.source,
-        language=sub.language,
-        source=sub.source,
-        entry=sub.entry,
-        queue=sub.queue,
-        metadata=dict(sub.meta or {}),
-        created_at=sub.created_at,
-        profile=bool(sub.profile),
-        claimed_at=sub.started_at,  # the compile stage's claim: `queued` ends there
-    )
+    # claimed_at: the compile stage's claim (`queued` ends there)
+    taken = _load_claim(session, submission_id, token, claimed_at=None)
     session.commit()
     return taken

@@ -15,7 +15,6 @@ same token and evaluates with the build already cached.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from worker import holder, lifecycle, registry, store
 from worker.celery_app import app
 from worker.config import get_worker_settings
 from worker.dbretry import with_db_retry
+from worker.periodic import Periodic
 
 if TYPE_CHECKING:
     from evaluator.options import EvalOptions, Submission
@@ -49,37 +49,28 @@ DB_MAX_RETRIES = 60
 lifecycle.connect()
 
 
-class LeaseKeeper:
+class LeaseKeeper(Periodic):
     """Renews the claim's lease every lease/3 seconds while the evaluation runs, so the
     reconciler can tell a slow evaluation from a dead worker."""
 
     def __init__(self, claim: store.Claim, lease_s: float) -> None:
+        interval = max(min(get_settings().lease_renew_s, lease_s / 3.0), 0.5)
+        super().__init__(self._renew, interval, "kjudge-lease")
         self._claim = claim
         self._lease_s = lease_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kjudge-lease", daemon=True)
         self.lost = False  # set when the row was handed to another worker
 
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        interval = max(min(get_settings().lease_renew_s, self._lease_s / 3.0), 0.5)
-        while not self._stop.wait(interval):
-            try:
-                with session_scope() as session:
-                    if not store.renew_lease(
-                        session, self._claim.submission_id, self._claim.token, self._lease_s
-                    ):
-                        self.lost = True
-                        return
-            except Exception as exc:  # database blip: try again next tick, the lease has slack
-                log.warning("lease renewal for %s failed: %s", self._claim.submission_id, exc)
+    def _renew(self) -> bool:
+        try:
+            with session_scope() as session:
+                if not store.renew_lease(
+                    session, self._claim.submission_id, self._claim.token, self._lease_s
+                ):
+                    self.lost = True
+                    return False
+        except Exception as exc:  # database blip: try again next tick, the lease has slack
+            log.warning("lease renewal for %s failed: %s", self._claim.submission_id, exc)
+        return True
 
 
 class PermanentFailure(Exception):

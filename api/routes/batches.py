@@ -11,7 +11,6 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.backpressure import QueueGate
 from api.deps import (
     EnqueuerDep,
     ProblemCacheDep,
@@ -23,11 +22,9 @@ from api.deps import (
 )
 from api.errors import ApiError
 from api.routes.submissions import ERRORS
-from api.schemas import BatchAccepted, BatchCreate, BatchOut, SubmissionAccepted
-from api.submitting import ProblemCache, accept, prepare, without_results
+from api.schemas import BatchAccepted, BatchCreate, BatchOut
+from api.submitting import submit, without_results
 from api.views import submission_out
-from core.publish import Enqueuer
-from core.settings import Settings
 from db.models import FINAL_STATUSES, Batch, ResultRow, Submission
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
@@ -56,35 +53,15 @@ async def create_batch(
         raise ApiError(
             413, "batch_too_large", f"the batch has {n} submissions; the limit is {settings.max_batch_items}"
         )
+    keys = [item.client_request_id for item in body.submissions]
     batch_id, accepted = await run_in_threadpool(
-        _create_batch, maker, settings, enqueuer, problem_cache, gate, principal, body
+        submit, maker, settings, enqueuer, problem_cache, gate, principal, body.submissions, keys, batch=True
     )
     if batch_id:
         response.headers["Location"] = f"/v1/batches/{batch_id}"
     if not include_result:
         accepted = without_results(accepted)
     return BatchAccepted(id=batch_id or "", count=len(accepted), submissions=accepted)
-
-
-def _create_batch(
-    maker: sessionmaker[Session],
-    settings: Settings,
-    enqueuer: Enqueuer,
-    problem_cache: ProblemCache,
-    gate: QueueGate,
-    principal: Principal,
-    body: BatchCreate,
-) -> tuple[str | None, list[SubmissionAccepted]]:
-    with maker() as session:
-        prepared = prepare(
-            session,
-            settings,
-            body.submissions,
-            [item.client_request_id for item in body.submissions],
-            batch=True,
-            cache=problem_cache,
-        )
-        return accept(session, enqueuer, principal, prepared, batch=True, gate=gate)
 
 
 @router.get("/{batch_id}", response_model=BatchOut, responses=ERRORS)

@@ -13,7 +13,6 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from api.auth import Principal
-from api.backpressure import QueueGate
 from api.deps import (
     EnqueuerDep,
     ProblemCacheDep,
@@ -25,10 +24,8 @@ from api.deps import (
 )
 from api.errors import ApiError
 from api.schemas import ErrorBody, SubmissionAccepted, SubmissionCreate, SubmissionOut, SubmissionPage
-from api.submitting import ProblemCache, accept, prepare, without_results
+from api.submitting import submit, without_results
 from api.views import decode_cursor, encode_cursor, submission_out
-from core.publish import Enqueuer
-from core.settings import Settings
 from db.models import FINAL_STATUSES, ResultRow, Submission
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
@@ -57,29 +54,15 @@ async def create_submission(
     `Idempotency-Key` answers with the first submission instead of creating a second."""
     # One thread-pool hop for all the blocking work (database and broker): the hot path of an
     # RL rollout, hundreds a second.
-    accepted = await run_in_threadpool(
-        _create_submission, maker, settings, enqueuer, problem_cache, gate, principal, body, idempotency_key
+    items, keys = [body], [idempotency_key]
+    _, stored = await run_in_threadpool(
+        submit, maker, settings, enqueuer, problem_cache, gate, principal, items, keys, batch=False
     )
+    accepted = stored[0]
     if accepted.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     response.headers["Location"] = f"/v1/submissions/{accepted.id}"
     return accepted if include_result else without_results([accepted])[0]
-
-
-def _create_submission(
-    maker: sessionmaker[Session],
-    settings: Settings,
-    enqueuer: Enqueuer,
-    problem_cache: ProblemCache,
-    gate: QueueGate,
-    principal: Principal,
-    body: SubmissionCreate,
-    idempotency_key: str | None,
-) -> SubmissionAccepted:
-    with maker() as session:
-        prepared = prepare(session, settings, [body], [idempotency_key], batch=False, cache=problem_cache)
-        _, accepted = accept(session, enqueuer, principal, prepared, batch=False, gate=gate)
-    return accepted[0]
 
 
 def _load(maker: sessionmaker[Session], sid: str, include_source: bool) -> SubmissionOut | None:

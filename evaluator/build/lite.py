@@ -74,7 +74,9 @@ def eligible(code: str, kind: UnitKind, backend: Backend) -> bool:
     baseline)."""
     if os.environ.get("KJUDGE_NO_LITE") == "1":
         return False
-    if kind is UnitKind.HIP or (kind is UnitKind.CUDA and (backend is not Backend.CUDA or not cuda_enabled())):
+    if kind is UnitKind.HIP or (
+        kind is UnitKind.CUDA and (backend is not Backend.CUDA or not cuda_enabled())
+    ):
         return False
     return _NOT_LITE.search(mask_comments_and_strings(code)) is None
 

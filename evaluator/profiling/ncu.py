@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,23 +79,34 @@ _NOT_STALLS = {"selected"}
 _PERMISSION = "ERR_NVGPUCTRPERM"
 
 
+def find_tool(
+    name: str,
+    override: str,
+    home_vars: Sequence[str],
+    default_home: str,
+    env: Mapping[str, str] | None = None,
+    also: Sequence[str] = (),
+) -> str | None:
+    """A profiler's executable: `$override` (None if that is not executable), else `name` on
+    PATH, else <home>/bin/<name> for the toolkit homes `home_vars` name, then `default_home`,
+    else the first executable of `also`. None when there is none."""
+    env = os.environ if env is None else env
+    configured = env.get(override, "").strip()
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    found = shutil.which(name, path=env.get("PATH"))
+    if found:
+        return found
+    homes = [env.get(var) for var in home_vars] + [default_home]
+    candidates = [str(Path(home) / "bin" / name) for home in homes if home] + list(also)
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
 def find_ncu(env: dict[str, str] | None = None) -> str | None:
     """`KJUDGE_NCU`, else `ncu` on PATH, else the CUDA toolkit's, else the newest
     /opt/nvidia/nsight-compute/<version>/ncu. None when there is none."""
-    env = os.environ if env is None else env
-    configured = env.get(NCU_ENV, "").strip()
-    if configured:
-        return configured if os.access(configured, os.X_OK) else None
-    found = shutil.which("ncu", path=env.get("PATH"))
-    if found:
-        return found
-    homes = [env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"]
-    for home in filter(None, homes):
-        candidate = Path(home) / "bin" / "ncu"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    installed = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))
-    return installed[-1] if installed else None
+    installed = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)
+    return find_tool("ncu", NCU_ENV, ("CUDA_HOME", "CUDA_PATH"), "/usr/local/cuda", env, also=installed)
 
 
 @functools.cache

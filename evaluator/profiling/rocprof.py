@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 from evaluator.device_facts import device_peaks
 from evaluator.profiling.files import read_untrusted, walk_untrusted
 from evaluator.profiling.models import KernelProfile
-from evaluator.profiling.ncu import merge
+from evaluator.profiling.ncu import find_tool, merge
 from evaluator.profiling.units import number
 
 ROCPROF_ENV = "KJUDGE_ROCPROF"
@@ -39,18 +38,7 @@ OCCUPANCY_COUNTERS = ("OccupancyPercent", "MeanOccupancyPerCU")
 
 
 def find_rocprofv3(env: dict[str, str] | None = None) -> str | None:
-    env = os.environ if env is None else env
-    configured = env.get(ROCPROF_ENV, "").strip()
-    if configured:
-        return configured if os.access(configured, os.X_OK) else None
-    found = shutil.which("rocprofv3", path=env.get("PATH"))
-    if found:
-        return found
-    for home in filter(None, (env.get("ROCM_PATH"), env.get("ROCM_HOME"), "/opt/rocm")):
-        candidate = Path(home) / "bin" / "rocprofv3"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return find_tool("rocprofv3", ROCPROF_ENV, ("ROCM_PATH", "ROCM_HOME"), "/opt/rocm", env)
 
 
 def counters(env: dict[str, str] | None = None) -> list[str]:

@@ -8,15 +8,19 @@ fail under CI=true.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 import sqlalchemy as sa
+import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -52,6 +56,26 @@ RELU_ID = hashlib.sha256(RELU_SOURCE.encode()).hexdigest()
 CPP_SOURCE = (
     "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x) { return x.clamp_min(0); }\n"
 )
+
+
+@contextlib.contextmanager
+def serve_app(app: FastAPI) -> Iterator[str]:
+    """`app` served by uvicorn on a free loopback port in a thread; yields its base URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
 def _port_open(port: int) -> bool:

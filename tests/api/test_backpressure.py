@@ -4,20 +4,18 @@ Real PostgreSQL and Redis (tests/api/conftest.py); no worker: the test drains th
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from db.models import Submission
 from kjudge import Client
-from tests.api.conftest import LOOPBACK, make_settings, queued_ids, submission
+from tests.api.conftest import LOOPBACK, make_settings, queued_ids, serve_app, submission
 
 
 def _count(db: sa.orm.Session) -> int:
@@ -71,24 +69,11 @@ def test_reused_results_are_admitted_on_a_full_queue(full_client, db, rds) -> No
 
 @pytest.fixture
 def live_full(pg_url, redis_url, tmp_path, db, rds) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     settings = make_settings(
         pg_url, redis_url, tmp_path, max_queue_depth=2, queue_depth_cache_s=0.2, queue_retry_after_s=1
     )
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings, startup=False), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve_app(create_app(settings, startup=False)) as url:
+        yield url
 
 
 def test_the_sdk_retries_a_refused_batch_until_the_queue_drains(live_full, db, key, rds) -> None:

@@ -6,41 +6,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
 
 from api.app import create_app
 from db.migrate import head_revision
 from db.models import ResultRow, Submission
 from kjudge import AsyncClient, Client, KjudgeError
-from tests.api.conftest import CPP_SOURCE, RELU_ID, make_settings, new_key, queued_ids
+from tests.api.conftest import CPP_SOURCE, RELU_ID, make_settings, new_key, queued_ids, serve_app
 
 
 @pytest.fixture(scope="module")
 def live_url(pg_url: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = create_app(make_settings(pg_url, redis_url, tmp_path_factory.mktemp("live")), startup=False)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve_app(app) as url:
+        yield url
 
 
 def _finish_later(db, sid: str, delay: float) -> threading.Timer:

@@ -22,3 +22,17 @@ def cpu_options(kjudge_home: Path) -> EvalOptions:
         build_timeout_s=240,
         cache_dir=kjudge_home / "cache",
     )
+
+
+@pytest.fixture(scope="module")
+def gpu_options(kjudge_home: Path) -> EvalOptions:
+    """The GPU tests' options (test_eval_gpu.py, test_prebuild_gpu.py)."""
+    return EvalOptions(
+        device="cuda",
+        trials=3,
+        seed=7,
+        timing=TimingOptions(max_time_s=0.5),
+        run_timeout_s=300,
+        build_timeout_s=300,
+        cache_dir=kjudge_home / "cache",
+    )

@@ -3,12 +3,10 @@ candidates without touching the device, and the run that follows only loads them
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from evaluator.api import evaluate, prebuild
-from evaluator.options import EvalOptions, Submission, TimingOptions
+from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
 from evaluator.result import Language, Verdict
 from tests.evaluator.conftest import EXAMPLES
@@ -16,19 +14,6 @@ from tests.evaluator.conftest import EXAMPLES
 pytestmark = pytest.mark.gpu
 
 RELU = Problem.from_file(EXAMPLES / "problem.py")
-
-
-@pytest.fixture(scope="module")
-def gpu_options(kjudge_home: Path) -> EvalOptions:
-    return EvalOptions(
-        device="cuda",
-        trials=3,
-        seed=7,
-        timing=TimingOptions(max_time_s=0.5),
-        run_timeout_s=300,
-        build_timeout_s=300,
-        cache_dir=kjudge_home / "cache",
-    )
 
 
 @pytest.mark.parametrize(

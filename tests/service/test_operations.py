@@ -24,10 +24,11 @@ pytest.importorskip("fastapi")
 pytest.importorskip("celery")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from bench.embedded_serve import serve  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, FAST_RECOVERY_ENV, REPO, Rows, WorkerProcess, wait_for  # noqa: E402
-from .test_serve_embedded import _alive, _embedded_env, _free_port, _seed_problem  # noqa: E402
+from .test_serve_embedded import _alive, _seed_problem  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -88,39 +89,11 @@ def served_defaults(
     problem_id = _seed_problem(home)
     (kjudge_home / "cache").mkdir(parents=True, exist_ok=True)
     (home / "cache").symlink_to(kjudge_home / "cache")
-    port = _free_port()
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kjudge", "serve", "--port", str(port)],
-            # The one-process worker these recovery and drain checks were written for; the
-            # pipelined layout's kills are tests/service/test_worker_pipeline.py's.
-            env={**_embedded_env(home), "KJUDGE_WORKER_SERIAL": "1"},
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, log_path.read_text()[-3000:]
-        try:
-            return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(healthy, 90, "kjudge serve to answer /healthz")
-        yield base, problem_id, proc, log_path
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=40)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    # The one-process worker these recovery and drain checks were written for; the pipelined
+    # layout's kills are tests/service/test_worker_pipeline.py's.
+    serial = {"KJUDGE_WORKER_SERIAL": "1"}
+    with serve(home, tmp_path / "serve.log", env=serial, timeout_s=90) as server:
+        yield server.url, problem_id, server.proc, server.log_path
 
 
 def _submission(client: httpx.Client, sid: str) -> dict[str, Any]:

@@ -3,10 +3,8 @@ broker under KJUDGE_HOME — through the same API, task and worker code as produ
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,87 +14,25 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.embedded_serve import embedded_env, seed_problem, serve
+from bench.private_services import free_port
+
 from .conftest import DATA, REPO, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _embedded_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
-    env.update(KJUDGE_HOME=str(home), PYTHONPATH=str(REPO))
-    return env
-
-
 def _seed_problem(home: Path) -> str:
     """Creates the embedded database the way serve does and stores the test problem in it."""
-    import hashlib
-
-    import sqlalchemy as sa
-
-    from core.settings import Settings
-    from db.migrate import upgrade
-    from db.models import Problem
-    from db.session import make_engine
-
-    settings = Settings(home=home)
-    upgrade(settings)
-    source = (DATA / "relu_problem.py").read_text()
-    pid = hashlib.sha256(source.encode()).hexdigest()
-    engine = make_engine(settings.effective_database_url)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.insert(Problem).values(
-                id=pid, name="relu_small", source=source, tags=[], settings={}, roofline={}
-            )
-        )
-    engine.dispose()
-    return pid
+    return seed_problem(home, (DATA / "relu_problem.py").read_text(), "relu_small")
 
 
 @pytest.fixture()
 def served(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes], Path]]:
     home = tmp_path / "home"
     pid = _seed_problem(home)
-    port = _free_port()
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kjudge", "serve", "--port", str(port)],
-            env=_embedded_env(home),
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"kjudge serve exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}"
-            )
-        try:
-            return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(healthy, 90, "kjudge serve to answer /healthz")
-        yield base, pid, proc, log_path
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=40)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    with serve(home, tmp_path / "serve.log", timeout_s=90) as server:
+        yield server.url, pid, server.proc, server.log_path
 
 
 def test_serve_evaluates_a_submission_without_any_server(served, tmp_path: Path) -> None:
@@ -156,8 +92,8 @@ def _alive(pid: int) -> bool:
 
 def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "kjudge", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
-        env=_embedded_env(tmp_path / "home"),
+        [sys.executable, "-m", "kjudge", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=embedded_env(tmp_path / "home"),
         cwd=REPO,
         capture_output=True,
         text=True,
