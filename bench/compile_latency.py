@@ -104,6 +104,7 @@ def _kernelbench(target: Target, cache: Path):  # type: ignore[no-untyped-def]
 def _samples(name: str, build, n: int, start: int, lite: bool) -> dict:  # type: ignore[no-untyped-def]
     if lite:
         os.environ.pop("KJUDGE_NO_LITE", None)
+        os.environ["KJUDGE_LITE_CUDA"] = "1"  # the path measured, whatever the default
     else:
         os.environ["KJUDGE_NO_LITE"] = "1"
     seconds, oks, lites = [], [], []
@@ -114,12 +115,15 @@ def _samples(name: str, build, n: int, start: int, lite: bool) -> dict:  # type:
         oks.append(ok)
         lites.append(was_lite)
     os.environ.pop("KJUDGE_NO_LITE", None)
+    os.environ.pop("KJUDGE_LITE_CUDA", None)
     return {
         "name": name,
         "path": "lite" if lite else "regular",
         "samples_s": seconds,
         "p50_s": round(statistics.median(seconds), 2),
         "ok": all(oks),
+        # A lite row whose builds went the regular way: no lite runtime for this flavour here
+        # (the CUDA one needs a CUDA build of PyTorch), so its seconds are the regular path's.
         "built_lite": all(lites) if lite else not any(lites),
     }
 
@@ -141,6 +145,9 @@ def main() -> int:
     parser.add_argument(
         "--regular-samples", type=int, default=3, help="regular builds per language (0: none)"
     )
+    parser.add_argument(
+        "--only", help="comma-separated rows to run: cpp,cuda,hip,kernelbench (default: all nvcc allows)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compile_latency.json")
     args = parser.parse_args()
 
@@ -161,8 +168,11 @@ def main() -> int:
             cases += [
                 ("cuda", _raw(Language.CUDA, cuda_src, gpu, cache)),
                 ("hip (HIP-on-CUDA)", _raw(Language.HIP, hip_src, gpu, cache)),
-                ("kernelbench load_inline", _kernelbench(gpu, cache)),
+                ("kernelbench (load_inline)", _kernelbench(gpu, cache)),
             ]
+        if args.only:
+            wanted = {w.strip() for w in args.only.split(",")}
+            cases = [(n, b) for n, b in cases if n.split()[0] in wanted]
         for name, build in cases:
             rows.append(_samples(name, build, args.samples, 0, lite=True))
             if args.regular_samples:
@@ -171,7 +181,11 @@ def main() -> int:
     load_after = os.getloadavg()
 
     info = torch_info()
-    headline = {f"{r['name']} {r['path']} p50_s": r["p50_s"] for r in rows}
+    headline = {
+        f"{r['name']} {r['path']} p50_s": r["p50_s"]
+        for r in rows
+        if r["built_lite"] or r["path"] == "regular"
+    }
     result = {
         "bench": "compile_latency",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -208,7 +222,7 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
-    return 0 if all(r["ok"] and r["built_lite"] for r in rows) else 1
+    return 0 if all(r["ok"] for r in rows) else 1
 
 
 if __name__ == "__main__":
