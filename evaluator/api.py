@@ -380,9 +380,10 @@ def _evaluate(
             # Into the cache only now, with the Result that reports it (the service recomputes
             # the earlier results' speedups from this Result's replaced_*_ms).
             rechecked.apply(cache, cached)
-            logs.run = (logs.run + f"\nkjudge: baseline re-check {rechecked.outcome}. {rechecked.note}")[
-                -LOG_TAIL:
-            ]
+            note = f"\nkjudge: baseline re-check {rechecked.outcome}" + (
+                f": {rechecked.note}" if rechecked.note else ""
+            )
+            logs.run = (logs.run + note)[-LOG_TAIL:]
         baseline = Baseline(
             eager_ms=eager,
             compile_ms=compiled,
