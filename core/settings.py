@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # None: on GPU targets. Off shortens a fresh host's first evaluation of each problem by the
     # inductor compile (20-40 s), at the cost of `speedup.vs_compile`.
     compile_baseline: bool | None = None
+    # Re-measure a cached baseline on every Nth evaluation that uses it, and replace it (and
+    # revise the speedups stored against it) when two re-measurements contradict it; 0: never.
+    baseline_recheck_every: int = Field(default=25, ge=0)
 
     @property
     def home_dir(self) -> Path:

@@ -72,7 +72,17 @@ def format_result(result: Result) -> str:
         )
     if result.baseline is not None:
         b = result.baseline
-        rows.append(("baseline", f"eager {_ms(b.eager_ms)}  torch.compile {_ms(b.compile_ms)}"))
+        line = f"eager {_ms(b.eager_ms)}  torch.compile {_ms(b.compile_ms)}"
+        if b.remeasured:
+            old = [
+                f"{n} {_ms(v)}"
+                for n, v in (("eager", b.replaced_eager_ms), ("torch.compile", b.replaced_compile_ms))
+                if v
+            ]
+            line += f"  (re-measured: the cached {', '.join(old)} disagreed and was replaced)"
+        elif b.recheck:
+            line += f"  (cached; re-checked: {b.recheck})"
+        rows.append(("baseline", line))
     if result.speedup is not None:
         s = result.speedup
         rows.append(("speedup", f"vs eager {_x(s.vs_eager)}  vs torch.compile {_x(s.vs_compile)}"))

@@ -60,6 +60,9 @@ class TimingOptions(BaseModel):
     budget_s: float = Field(default=6.0, gt=0)
     target_rse: float = 0.01  # stop once std/sqrt(n)/mean falls below this
     sync_check_reps: int = 5  # reps timed with a device-wide synchronize to catch escaping work
+    # CPU target: other processes using more than this many cores' worth of CPU during a timing
+    # mark it contended (evaluator/timing.py, HostLoad). Negative: every CPU timing is contended.
+    host_busy_cores: float = 0.5
 
 
 def default_home() -> Path:
@@ -75,6 +78,12 @@ class EvalOptions(BaseModel):
     timing: TimingOptions = Field(default_factory=TimingOptions)
     measure_timing: bool = True
     baselines: bool = True
+    baseline_recheck_every: int = Field(
+        default=25,
+        ge=0,
+        description="re-measure a cached baseline on every Nth evaluation that uses it, and replace it "
+        "when two re-measurements agree with each other but not with it (evaluator/baselines.py); 0: never",
+    )
     compile_baseline: bool | None = Field(
         default=None, description="time torch.compile(reference); None: only on GPU targets (slow on CPU)"
     )

@@ -93,6 +93,29 @@ class Baseline(_Model):
     contended: bool = Field(
         default=False, description="a baseline was measured on a disturbed host or GPU (never cached)"
     )
+    # Re-checks of a cached baseline (evaluator/baselines.py, EvalOptions.baseline_recheck_every).
+    torch_version: str | None = Field(
+        default=None, description="the PyTorch version the baselines are cached under (with target.device)"
+    )
+    recheck: str | None = Field(
+        default=None,
+        description="this evaluation re-measured the cached baselines: agreed | replaced | unconfirmed "
+        "(a second re-measurement did not confirm the first) | contended (disturbed: nothing learned)",
+    )
+    remeasured: bool = Field(
+        default=False,
+        description="the cached baseline disagreed with two agreeing re-measurements and was replaced; "
+        "these values and this result's speedups are the new ones",
+    )
+    replaced_eager_ms: float | None = Field(default=None, description="the eager baseline that was replaced")
+    replaced_compile_ms: float | None = Field(
+        default=None, description="the torch.compile baseline that was replaced"
+    )
+    revised_by: str | None = Field(
+        default=None,
+        description="set by the service on an earlier stored result: the submission whose re-measured "
+        "baseline replaced this one's (replaced_*_ms are this result's old values); speedups recomputed",
+    )
 
 
 class Speedup(_Model):

@@ -71,7 +71,8 @@ MIN_CHECK_PROBABILITY = 1 / 8
 
 # Two halves of the samples further apart than this (relative) mean the conditions changed.
 CONTENDED_DRIFT = 0.15
-# On the CPU target, other processes using more than this many cores' worth during the timing.
+# On the CPU target, other processes using more than this many cores' worth during the timing
+# (the default of TimingOptions.host_busy_cores).
 HOST_BUSY_CORES = 0.5
 
 METHOD_PER_CALL = "per_call_events"
@@ -268,7 +269,7 @@ def _time_cpu_once(subject: Subject, opts: TimingOptions, checker: Checker) -> T
         del out, inputs
     stats = summarize(times, l2_flushed=False)
     stats.method = METHOD_HOST
-    stats.contended = load.others_cores() > HOST_BUSY_CORES or _drifted(times)
+    stats.contended = load.others_cores() > opts.host_busy_cores or _drifted(times)
     return stats
 
 

@@ -6,7 +6,9 @@ returns the new value (the *token*); each later write of that evaluation is cond
 was handed to someone else) can never overwrite the new owner's work. The final write sets
 `done` and inserts the single `results` row in one transaction, conditional on the row not
 being final yet — with `results.submission_id` as primary key this makes a second result
-impossible even for duplicated or redelivered messages.
+impossible even for duplicated or redelivered messages. A result whose evaluation replaced a
+cached baseline also revises, in that transaction, the earlier results measured against the
+old value (db/speedups.py).
 
 All timestamps are computed here in UTC and bound as parameters, so the same statements run
 on PostgreSQL and SQLite.
@@ -24,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import BaselineRow, Problem, ResultRow, Submission, WorkerRow
+from db.speedups import recompute_speedups
 from evaluator.result import Result, Status
 
 ACTIVE = ("compiling", "running")
@@ -215,8 +218,34 @@ def finish(session: Session, claim_: Claim, result: Result) -> bool:
         session.rollback()  # a result exists already: never a second one
         return False
     _record_baseline(session, claim_.problem_id, result, now)
+    _recompute_after_replacement(session, claim_, result)
     session.commit()
     return True
+
+
+def _recompute_after_replacement(session: Session, claim_: Claim, result: Result) -> None:
+    """This evaluation replaced its host's cached baseline (a re-check: evaluator/baselines.py):
+    the earlier results measured against the old value get the new one and their speedups
+    recomputed, in this transaction (db/speedups.py)."""
+    baseline = result.baseline
+    if baseline is None or not baseline.remeasured or result.target is None:
+        return
+    replaced = {
+        name: (old, new)
+        for name, old, new in (
+            ("eager", baseline.replaced_eager_ms, baseline.eager_ms),
+            ("compile", baseline.replaced_compile_ms, baseline.compile_ms),
+        )
+        if old is not None and new is not None
+    }
+    recompute_speedups(
+        session,
+        problem_id=claim_.problem_id,
+        device=result.target.device,
+        torch_version=baseline.torch_version,
+        replaced=replaced,
+        revised_by=claim_.submission_id,
+    )
 
 
 def _record_baseline(session: Session, problem_id: str, result: Result, now: datetime) -> None:

@@ -257,6 +257,7 @@ def eval_options(device: str, profile: bool = False) -> EvalOptions:
         cache_dir=settings.home_dir / "cache",
         profile=profile,
         compile_baseline=settings.compile_baseline,
+        baseline_recheck_every=settings.baseline_recheck_every,
     )
 
 
