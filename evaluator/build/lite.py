@@ -36,6 +36,8 @@ LITE_DIR = Path(__file__).parent / "lite_api"
 INCLUDE_DIR = LITE_DIR / "include"
 RUNTIME_SOURCE = LITE_DIR / "runtime.cpp"
 RUNTIME_OBJECT = "runtime.o"
+# The docstring a lite module gives each entry (runtime.cpp); the count is the C++ arity.
+ARITY_DOC = re.compile(r"kjudge lite entry taking (\d+) arguments")
 
 # The element types the lite API names only with c10's Half/BFloat16 headers (a second or so of
 # compile time, so only for units that mention them).
@@ -83,7 +85,9 @@ def eligible(code: str, kind: UnitKind, backend: Backend) -> bool:
 
 def module_init(module_name: str, entries: list[str]) -> str:
     """The code appended to a lite unit: its PyInit, binding each entry through a trampoline."""
-    rows = ", ".join(f'{{"{name}", KJUDGE_LITE_TRAMPOLINE({name})}}' for name in entries)
+    rows = ", ".join(
+        f'{{"{name}", KJUDGE_LITE_TRAMPOLINE({name}), ::kjudge_lite::arity(&{name})}}' for name in entries
+    )
     return (
         f'\nextern "C" __attribute__((visibility("default"))) void* PyInit_{module_name}() {{\n'
         f"    static const KjlEntry entries[] = {{{rows}}};\n"

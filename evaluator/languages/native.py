@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evaluator.build import BuildOutput, load_module
+from evaluator.build.lite import ARITY_DOC
 from evaluator.languages.base import Candidate, Context, LoadError
 from evaluator.languages.python_module import exception_line
 
@@ -21,6 +22,9 @@ def declared_arity(fn: Any) -> int | None:
     doc = (getattr(fn, "__doc__", None) or "").strip()
     if not doc or "Overloaded function" in doc:
         return None
+    lite_arity = ARITY_DOC.search(doc)  # a lite module's entry takes *args; its doc has the count
+    if lite_arity is not None:
+        return int(lite_arity.group(1))
     first = doc.splitlines()[0]
     open_at = first.find("(")
     if open_at < 0:

@@ -245,7 +245,9 @@ extern "C" void* kjl_make_module(const char* name, const KjlEntry* entries, int6
         py::module_ m = py::module_::create_extension_module(name, nullptr, &def);
         for (int64_t i = 0; i < count; ++i) {
             const KjlEntry entry = entries[i];
-            m.def(entry.name, [entry](py::args args) { return call_entry(entry, std::move(args)); });
+            // The docstring's count is what evaluator/languages/native.py reads for the arity.
+            std::string doc = "kjudge lite entry taking " + std::to_string(entry.arity) + " arguments";
+            m.def(entry.name, [entry](py::args args) { return call_entry(entry, std::move(args)); }, doc.c_str());
         }
         return m.release().ptr();
     } catch (py::error_already_set& e) {

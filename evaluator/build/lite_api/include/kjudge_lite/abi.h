@@ -43,6 +43,7 @@ typedef int (*KjlTrampoline)(const KjlValue* args, int64_t nargs, KjlValue* resu
 struct KjlEntry {
     const char* name;
     KjlTrampoline call;
+    int64_t arity;  // the C++ function's parameter count (the runner explains a mismatch with it)
 };
 
 // Tensor metadata and references.

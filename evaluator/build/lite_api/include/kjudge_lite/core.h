@@ -691,6 +691,11 @@ KjlValue call_with(R (*fn)(A...), const KjlValue* args, std::index_sequence<I...
 }
 
 template <typename R, typename... A>
+constexpr int64_t arity(R (*)(A...)) {
+    return static_cast<int64_t>(sizeof...(A));
+}
+
+template <typename R, typename... A>
 int invoke(R (*fn)(A...), const KjlValue* args, int64_t nargs, KjlValue* result, char* error, size_t error_len) {
     if (nargs != static_cast<int64_t>(sizeof...(A))) {
         copy_message(c10::str("takes ", sizeof...(A), " arguments (", nargs, " given)").c_str(), error, error_len);
