@@ -54,6 +54,22 @@ torch::Tensor forward(torch::Tensor x) {
 """
 
 
+# For the nvcc-only row: no <ATen/cuda/CUDAContext.h>, which a CPU-only PyTorch lacks.
+CUDA_RELU_PLAIN = """#include <torch/extension.h>
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i], 0.0f * KJ_VARIANT);
+}
+torch::Tensor forward(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  auto y = torch::empty_like(x);
+  int64_t n = x.numel();
+  relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+"""
+
+
 def _variant(source: str, k: int) -> str:
     """A distinct source: KJ_VARIANT is 0 where used; the comment makes every build new."""
     return f"#define KJ_VARIANT (0 * {k})\n// variant {k} {time.time_ns()}\n{source}"
@@ -97,6 +113,29 @@ def _kernelbench(target: Target, cache: Path):  # type: ignore[no-untyped-def]
         )
         out = build_spec(spec, cache)
         return out.ok, "lite torch API" in out.log and "could not build" not in out.log
+
+    return build
+
+
+def _nvcc_unit(source: str, target: Target):  # type: ignore[no-untyped-def]
+    """nvcc on the candidate's device unit alone (no link): what the lite API saves where no lite
+    CUDA runtime can be built (a CPU-only PyTorch) — the lite unit against the regular light one."""
+    import subprocess
+
+    from evaluator.build.engine import _device_command
+    from evaluator.build.native import plan
+
+    def build(k: int) -> tuple[bool, bool]:
+        lite = os.environ.get("KJUDGE_NO_LITE") != "1"
+        spec = plan(_variant(source, k), Language.CUDA, "forward", target)
+        unit = (spec.lite_units or [None])[0] if lite else spec.units[0]
+        assert unit is not None
+        with tempfile.TemporaryDirectory(prefix="kjudge-bench-unit-") as work:
+            path = Path(work) / unit.name
+            path.write_text(unit.code)
+            cmd = _device_command(unit, spec, path, Path(work) / "unit.o")
+            ok = subprocess.run(cmd, capture_output=True, timeout=1200).returncode == 0
+        return ok, unit.lite
 
     return build
 
@@ -146,7 +185,7 @@ def main() -> int:
         "--regular-samples", type=int, default=3, help="regular builds per language (0: none)"
     )
     parser.add_argument(
-        "--only", help="comma-separated rows to run: cpp,cuda,hip,kernelbench (default: all nvcc allows)"
+        "--only", help="comma-separated rows: cpp,cuda,hip,kernelbench,cuda-unit (default: all nvcc allows)"
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compile_latency.json")
     args = parser.parse_args()
@@ -169,6 +208,7 @@ def main() -> int:
                 ("cuda", _raw(Language.CUDA, cuda_src, gpu, cache)),
                 ("hip (HIP-on-CUDA)", _raw(Language.HIP, hip_src, gpu, cache)),
                 ("kernelbench (load_inline)", _kernelbench(gpu, cache)),
+                ("cuda-unit (nvcc only, no link)", _nvcc_unit(CUDA_RELU_PLAIN, gpu)),
             ]
         if args.only:
             wanted = {w.strip() for w in args.only.split(",")}
