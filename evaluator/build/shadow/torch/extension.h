@@ -26,15 +26,4 @@
 #include <optional>
 #include <vector>
 
-namespace torch {
-using namespace at;  // NOLINT: as <torch/types.h> does
-using Dtype = at::ScalarType;
-constexpr auto kUInt8 = at::kByte;
-constexpr auto kInt8 = at::kChar;
-constexpr auto kInt16 = at::kShort;
-constexpr auto kInt32 = at::kInt;
-constexpr auto kInt64 = at::kLong;
-constexpr auto kFloat16 = at::kHalf;
-constexpr auto kFloat32 = at::kFloat;
-constexpr auto kFloat64 = at::kDouble;
-}  // namespace torch
+#include "../../lite_api/include/kjudge_lite/torch_names.h"

@@ -459,18 +459,7 @@ inline void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F
 
 }  // namespace at
 
-namespace torch {
-using namespace at;  // NOLINT: as <torch/types.h> does
-using Dtype = at::ScalarType;
-constexpr auto kUInt8 = at::kByte;
-constexpr auto kInt8 = at::kChar;
-constexpr auto kInt16 = at::kShort;
-constexpr auto kInt32 = at::kInt;
-constexpr auto kInt64 = at::kLong;
-constexpr auto kFloat16 = at::kHalf;
-constexpr auto kFloat32 = at::kFloat;
-constexpr auto kFloat64 = at::kDouble;
-}  // namespace torch
+#include <kjudge_lite/torch_names.h>
 
 namespace kjudge_lite {
 inline std::string check_message(const char* fallback) { return fallback; }
