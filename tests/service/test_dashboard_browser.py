@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from .conftest import REPO
-from .test_serve_embedded import served  # noqa: F401 - the fixture: `kjudge serve` on a fresh home
+from .test_serve_embedded import served_shared_builds  # noqa: F401 - the fixture: `kjudge serve`
 
 # The first C++ build on a fresh home precompiles the torch header: ~1 min on a quiet 2-core
 # VM, 8 min on a shared one (measured). Hence the long verdict wait.
@@ -116,8 +116,8 @@ def _canvas_has_ink(driver: Any, selector: str) -> bool:
     )
 
 
-def test_dashboard_shows_a_submission_from_list_to_plot(served: Any, browser: Any) -> None:  # noqa: F811
-    base, _, _, log_path = served
+def test_dashboard_shows_a_submission_from_list_to_plot(served_shared_builds: Any, browser: Any) -> None:  # noqa: F811
+    base, _, _, log_path = served_shared_builds
     problem = (REPO / "examples" / "relu" / "problem.py").read_text()
     kernel = (REPO / "examples" / "relu" / "relu_cpp.cpp").read_text()
     # Adding a problem validates it in a sandboxed child first: seconds, more on a busy host.

@@ -35,6 +35,20 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes], 
         yield server.url, pid, server.proc, server.log_path
 
 
+@pytest.fixture()
+def served_shared_builds(
+    tmp_path: Path, kjudge_home: Path
+) -> Iterator[tuple[str, str, subprocess.Popen[bytes], Path]]:
+    """As `served`, but the build cache is the session's: the precompiled header and the lite
+    runtimes are not built again (the test above pays for a first run's)."""
+    home = tmp_path / "home"
+    pid = _seed_problem(home)
+    (kjudge_home / "cache").mkdir(parents=True, exist_ok=True)
+    (home / "cache").symlink_to(kjudge_home / "cache")
+    with serve(home, tmp_path / "serve.log", timeout_s=90) as server:
+        yield server.url, pid, server.proc, server.log_path
+
+
 def test_serve_evaluates_a_submission_without_any_server(served, tmp_path: Path) -> None:
     base, problem_id, proc, log_path = served
     with httpx.Client(base_url=base, timeout=30) as client:
