@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.private_services import free_port
+from bench.private_services import free_port, stop_group
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -110,11 +110,4 @@ def serve(
         served.wait_healthy(timeout_s)
         yield served
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=40)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
+        stop_group(proc, signal.SIGINT, grace_s=40)

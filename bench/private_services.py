@@ -146,7 +146,17 @@ class PrivatePostgres:
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to the process's whole session (it was started with start_new_session)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
+
+
+def stop_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace_s: float = 30) -> None:
+    """Ask the process to stop (`sig`), give it `grace_s`, then kill what is left of its session."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    kill_group(proc)

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -43,6 +41,7 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
+from bench.private_services import stop_group  # noqa: E402
 from bench.provenance import commit  # noqa: E402
 from bench.throughput_stream import (  # noqa: E402
     CPU_OPS,
@@ -102,12 +101,7 @@ class Server:
         raise RuntimeError(f"kjudge serve not healthy after {timeout_s} s; log: {self.log_path}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=30)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        stop_group(self.proc)
         self._log.close()
 
 

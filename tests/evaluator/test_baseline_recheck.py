@@ -228,13 +228,20 @@ def _plant(measured_home: tuple[Path, BaselineEntry], tmp_path: Path, **update: 
     return cache
 
 
-def test_a_wrong_cached_baseline_is_remeasured_replaced_and_used(
+def _plant_wrong(
     measured_home: tuple[Path, BaselineEntry], tmp_path: Path
-) -> None:
+) -> tuple[BaselineEntry, float, BaselineCache]:
+    """(the measured entry, a 50x wrong eager time, a cache holding that wrong time)."""
     real = measured_home[1]
     assert real.eager_ms is not None
     wrong = 50 * real.eager_ms
-    cache = _plant(measured_home, tmp_path, eager_ms=wrong)
+    return real, wrong, _plant(measured_home, tmp_path, eager_ms=wrong)
+
+
+def test_a_wrong_cached_baseline_is_remeasured_replaced_and_used(
+    measured_home: tuple[Path, BaselineEntry], tmp_path: Path
+) -> None:
+    real, wrong, cache = _plant_wrong(measured_home, tmp_path)
     options = _options(tmp_path / "cache", recheck_every=1)
     for _ in range(3):  # a drifted (contended) re-measurement changes nothing: the next use re-checks
         result = _evaluate(options)
@@ -290,10 +297,7 @@ def test_a_contended_baseline_recheck_never_replaces(
     measured_home: tuple[Path, BaselineEntry], tmp_path: Path
 ) -> None:
     """A negative host-load threshold makes every CPU timing `contended`, as a busy host would."""
-    real = measured_home[1]
-    assert real.eager_ms is not None
-    wrong = 50 * real.eager_ms
-    cache = _plant(measured_home, tmp_path, eager_ms=wrong)
+    real, wrong, cache = _plant_wrong(measured_home, tmp_path)
     result = _evaluate(_options(tmp_path / "cache", recheck_every=1, host_busy_cores=-1))
     baseline = result.baseline
     assert baseline is not None and baseline.recheck == CONTENDED

@@ -7,9 +7,7 @@ as .ci/run starts them. Without them these tests skip locally and fail under CI=
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.private_services import kill_group, stop_group
 from tests.databases import fresh_database, unavailable
 
 try:
@@ -169,20 +168,11 @@ class WorkerProcess:
         )
 
     def kill9(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
+        kill_group(self.proc)
         self._log.close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=30)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in its session
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
+        stop_group(self.proc)  # then kills anything left in its session
         self._log.close()
 
     def log_tail(self, n: int = 4000) -> str:

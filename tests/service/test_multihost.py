@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ pytest.importorskip("celery")
 import sqlalchemy as sa  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from bench.private_services import PrivatePostgres, PrivateRedis  # noqa: E402
+from bench.private_services import PrivatePostgres, PrivateRedis, kill_group  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 from .conftest import DATA, REPO, wait_for  # noqa: E402
@@ -110,10 +109,7 @@ class NetnsHost:
 
     def destroy(self) -> None:
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
+            kill_group(self.proc)
         for args in (("link", "del", self.root_if), ("netns", "del", self.ns)):
             with contextlib.suppress(subprocess.SubprocessError):
                 _ip(*args)
