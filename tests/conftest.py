@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -30,5 +31,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One KJUDGE_HOME for the whole session: native builds, the precompiled torch header (~45 s
     on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
-    the cache itself use their own directories."""
+    the cache itself use their own directories. Under pytest-xdist the workers share one (the
+    caches take file locks and publish atomically), so the GPU suite's four workers do not build
+    four headers and four lite runtimes."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "kjudge-home"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("kjudge-home")

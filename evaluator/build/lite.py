@@ -63,11 +63,21 @@ def fingerprint() -> str:
 
 
 def cuda_enabled() -> bool:
-    """CUDA units go lite only with KJUDGE_LITE_CUDA=1 until the GPU tests
-    (tests/build/test_lite_gpu.py) have passed on a GPU: the CUDA runtime's stream and device
-    calls have only been compiled, never run (no GPU time was left in the session that built
-    them). C++ units are lite by default: the CPU tests run them in CI."""
-    return os.environ.get("KJUDGE_LITE_CUDA", "0") == "1"
+    """CUDA units go lite unless KJUDGE_LITE_CUDA=0 (tests/build/test_lite_gpu.py runs them on
+    the GPU), where torch was built with CUDA: a CPU-only torch cannot link the CUDA runtime,
+    and trying it before every CUDA compile would only cost time. C++ units are lite everywhere
+    (the CPU tests run them in CI)."""
+    setting = os.environ.get("KJUDGE_LITE_CUDA", "")
+    if setting == "0":
+        return False
+    return setting == "1" or _torch_built_with_cuda()
+
+
+@lru_cache(maxsize=1)
+def _torch_built_with_cuda() -> bool:
+    import torch
+
+    return torch.version.cuda is not None
 
 
 def eligible(code: str, kind: UnitKind, backend: Backend) -> bool:

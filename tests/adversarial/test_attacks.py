@@ -137,25 +137,30 @@ def _ppid(pid: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Device-side attacks (GPU).
 
+# The wall clock each attack gets: the infinite loop needs only enough to import and compile
+# (its module comes from the session's cache after the first run); the others end by themselves.
 GPU_ATTACKS = [
-    ("gpu_infinite_loop.py", Verdict.TIMEOUT),
-    ("gpu_illegal_address.py", Verdict.RUNTIME_ERROR),
-    ("gpu_oom.py", Verdict.RUNTIME_ERROR),
+    ("gpu_infinite_loop.py", Verdict.TIMEOUT, 25),
+    ("gpu_illegal_address.py", Verdict.RUNTIME_ERROR, 90),
+    ("gpu_oom.py", Verdict.RUNTIME_ERROR, 90),
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.gpu_exclusive
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-@pytest.mark.parametrize(("name", "verdict"), GPU_ATTACKS, ids=[a[0] for a in GPU_ATTACKS])
-def test_device_attack(name: str, verdict: Verdict, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "verdict", "timeout_s"), GPU_ATTACKS, ids=[a[0] for a in GPU_ATTACKS])
+def test_device_attack(
+    name: str, verdict: Verdict, timeout_s: int, tmp_path: Path, kjudge_home: Path
+) -> None:
     opts = EvalOptions(
         device="cuda",
         trials=2,
         measure_timing=False,
         baselines=False,
-        run_timeout_s=90,
-        cache_dir=tmp_path / "cache",
+        run_timeout_s=timeout_s,
+        build_timeout_s=300,  # the compile is not under attack: a cold cache's nvcc gets its time
+        cache_dir=kjudge_home / "cache",
         scratch_root=tmp_path / "scratch",
     )
     result = _evaluate(name, opts)

@@ -22,7 +22,7 @@ LITE_NOTE = "built with the lite torch API"
 
 @pytest.fixture(autouse=True)
 def _lite_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")  # opt-in until these tests have passed on a GPU
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")  # whatever the default or the operator says
 
 
 SCALE_HALF = r"""
