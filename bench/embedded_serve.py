@@ -25,9 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def embedded_env(home: Path) -> dict[str, str]:
-    """This process's environment without any KJUDGE_ setting, on `home` and this checkout."""
+    """This process's environment without any KJUDGE_ setting, on `home` and this checkout (ahead
+    of any PYTHONPATH already set: the GPU machine carries its missing packages there)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
-    env.update(KJUDGE_HOME=str(home), PYTHONPATH=str(REPO))
+    path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(KJUDGE_HOME=str(home), PYTHONPATH=os.pathsep.join(path))
     return env
 
 

@@ -347,7 +347,9 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     sids = await asyncio.gather(*(client.submit(ids[c.problem], c, "backlog") for c in backlog))
     kinds.update(zip(sids, backlog, strict=True))
     submitted_s = time.time() - started
-    deadline = started + args.duration
+    # The backlog window ends early enough for the whole run to fit --max-wall (a device call's
+    # limit): a run cut from outside writes nothing.
+    deadline = min(started + args.duration, args.t_start + args.max_wall - 30)
     pending = set(sids)
     listing: dict[str, dict[str, Any]] = {}
     while pending and time.time() < deadline:
@@ -461,6 +463,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--problems", type=int, default=6)
     p.add_argument("--probes", type=int, default=4, help="new kernels timed one at a time, empty queue")
     p.add_argument("--duration", type=float, default=240, help="backlog window cap, seconds")
+    p.add_argument(
+        "--max-wall",
+        type=float,
+        default=470,
+        help="the whole run's cap, seconds (the backlog window shrinks)",
+    )
     p.add_argument("--warmup-timeout", type=float, default=300)
     p.add_argument("--no-warmup", action="store_true", help="the --home is warm already (baselines measured)")
     p.add_argument("--stability", type=int, default=3, help="launch-bound probes, pool idle and saturated")
@@ -484,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         "measures steady state within one device call",
     )
     args = p.parse_args(argv)
+    args.t_start = time.time()
 
     server = None
     home = args.home or Path(tempfile.mkdtemp(prefix="kjudge-throughput-"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from evaluator.build.toolchain import TorchInfo
 from evaluator.result import Target
 
 
@@ -83,3 +84,4 @@ class BuildJob(BaseModel):
     lite_dir: Path | None = None
     timeout_s: float = 300
     jobs: int | None = None
+    torch: TorchInfo | None = None  # the parent's facts: the child need not import torch

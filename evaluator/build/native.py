@@ -24,7 +24,7 @@ from evaluator.build import binding, cache, lite
 from evaluator.build.engine import build_spec, compile_to, lite_flavor, needs_pch, spec_key
 from evaluator.build.models import BuildJob, BuildOutput, BuildSpec, Unit, UnitKind
 from evaluator.build.pch import ensure_pch
-from evaluator.build.toolchain import host_compiler
+from evaluator.build.toolchain import host_compiler, torch_info, use_torch_info
 from evaluator.result import Backend, Language, Target
 from evaluator.targets import cuda, hip_on_cuda, rocm
 
@@ -182,6 +182,7 @@ def _compile_sandboxed(
             report_path=scratch / "report.json",
             timeout_s=timeout_s,
             jobs=jobs,
+            torch=torch_info(),
         )
         job_path = scratch / "job.json"
         job_path.write_text(job.model_dump_json())
@@ -261,6 +262,8 @@ def build_native(
 def run_job(job_path: Path) -> int:
     """Entry of the sandboxed child: compile, write the report, exit 0 (the report says how it went)."""
     job = BuildJob.model_validate_json(Path(job_path).read_text())
+    if job.torch is not None:
+        use_torch_info(job.torch)
     out = compile_to(
         job.spec,
         job.work_dir,

@@ -39,8 +39,22 @@ def _torch_cxx_std() -> str:
     return "c++20" if "c++20" in text else "c++17"
 
 
-@lru_cache(maxsize=1)
+_given: TorchInfo | None = None
+
+
+def use_torch_info(info: TorchInfo) -> None:
+    """Take the torch facts from the trusted parent: a sandboxed compile child then never
+    imports torch, which cost 2-4 s of each compile (more than a lite unit's compiler time)."""
+    global _given
+    _given = info
+
+
 def torch_info() -> TorchInfo:
+    return _given if _given is not None else _read_torch_info()
+
+
+@lru_cache(maxsize=1)
+def _read_torch_info() -> TorchInfo:
     import torch
     from torch.utils import cpp_extension
 

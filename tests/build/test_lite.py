@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 import weakref
 from pathlib import Path
@@ -12,12 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluator.build import build_native, load_module
+from evaluator.build import build_native, lite, load_module
 from evaluator.build.engine import _device_command, build_spec
 from evaluator.build.load_inline_shim import plan_inline
-from evaluator.build.models import BuildOutput, UnitKind
+from evaluator.build.models import BuildJob, BuildOutput, UnitKind
 from evaluator.build.native import plan
-from evaluator.result import Language, Target
+from evaluator.build.pch import ensure_pch
+from evaluator.build.toolchain import host_compiler, torch_info
+from evaluator.result import Backend, Language, Target
 
 LITE_NOTE = "built with the lite torch API"
 
@@ -90,7 +93,8 @@ def test_plan_tries_the_lite_unit_first_and_keeps_the_regular_build(
     assert spec.lite_units is not None and spec.lite_units[0].lite
     assert 'kjl_make_module("' + spec.module_name in spec.lite_units[0].code
     assert spec.units and not spec.units[0].lite  # the regular build, for when lite does not compile
-    assert plan(CUDA_RELU, Language.CUDA, "forward", sm90_target).lite_units is None  # opt-in, for now
+    monkeypatch.setenv("KJUDGE_LITE_CUDA", "0")  # the operator's switch
+    assert plan(CUDA_RELU, Language.CUDA, "forward", sm90_target).lite_units is None
     monkeypatch.setenv("KJUDGE_LITE_CUDA", "1")
     cuda_spec = plan(CUDA_RELU, Language.CUDA, "forward", sm90_target)
     assert cuda_spec.lite_units is not None and cuda_spec.lite_units[0].kind is UnitKind.CUDA
@@ -163,6 +167,37 @@ def test_the_cpp_example_builds_lite_and_is_exact(build_cache: Path, cpu_target:
     assert out.ok and LITE_NOTE in out.log, out.log
     x = torch.randn(16, 16384)
     torch.testing.assert_close(load_module(out).forward(x), x.relu(), rtol=0, atol=0)
+
+
+def test_the_sandboxed_compile_child_does_not_import_torch(
+    build_cache: Path, cpu_target: Target, tmp_path: Path
+) -> None:
+    # Importing torch cost 2-4 s of every compile, more than a lite unit's compiler time: the
+    # child takes the parent's torch facts from its job file instead.
+    source = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cpp.cpp").read_text()
+    spec = plan(source + f"// {time.time_ns()}\n", Language.CPP, "forward", cpu_target)
+    pch_dir, _ = ensure_pch(build_cache, host_compiler())
+    lite_dir, _ = lite.ensure_runtime(build_cache, Backend.CPU)
+    (tmp_path / "work").mkdir()
+    job = BuildJob(
+        spec=spec,
+        work_dir=tmp_path / "work",
+        pch_dir=pch_dir,
+        lite_dir=lite_dir,
+        report_path=tmp_path / "report.json",
+        torch=torch_info(),
+    )
+    (tmp_path / "job.json").write_text(job.model_dump_json())
+    child = (
+        "import sys; from pathlib import Path; from evaluator.build.native import run_job; "
+        "run_job(Path(sys.argv[1])); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path / "job.json")], capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "[]", run.stdout
+    out = BuildOutput.model_validate_json((tmp_path / "report.json").read_text())
+    assert out.ok and LITE_NOTE in out.log, out.log
 
 
 def test_what_the_lite_api_lacks_is_built_with_pytorchs_headers(

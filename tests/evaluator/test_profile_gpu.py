@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.embedded_serve import embedded_env
 from evaluator.api import evaluate
 from evaluator.options import EvalOptions, Submission, TimingOptions
 from evaluator.problem import Problem
@@ -98,8 +99,7 @@ def test_no_profile_unless_asked(kjudge_home: Path) -> None:
 
 
 def test_kjudge_eval_profile_json(kjudge_home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KJUDGE_")}
-    env.update(KJUDGE_HOME=str(kjudge_home), PYTHONPATH=str(ROOT))
+    env = embedded_env(kjudge_home)
     for name in ("KJUDGE_NCU", "KJUDGE_UNSAFE_NO_SANDBOX"):  # the operator's settings still apply
         if name in os.environ:
             env[name] = os.environ[name]
