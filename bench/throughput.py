@@ -200,15 +200,18 @@ def latency(row: dict[str, Any]) -> float | None:
 
 
 def busy_fraction(rows: list[dict[str, Any]], start: float, end: float) -> float | None:
-    """The run stage's busy intervals [finished - gpu_stage, finished], clipped to the window and
-    merged, over the window's length."""
+    """The run stage's busy intervals [finished - gpu_stage + process_start, finished] (a run
+    child still importing leaves the GPU idle), clipped to the window and merged, over the
+    window's length."""
     spans = []
     for row in rows:
         finished = _ts(row.get("finished_at"))
-        stage = ((row.get("result") or {}).get("durations_s") or {}).get("gpu_stage")
+        durations = (row.get("result") or {}).get("durations_s") or {}
+        stage = durations.get("gpu_stage")
         if finished is None or stage is None:
             continue
-        lo, hi = max(finished - float(stage), start), min(finished, end)
+        busy_s = max(0.0, float(stage) - float(durations.get("process_start", 0.0)))
+        lo, hi = max(finished - busy_s, start), min(finished, end)
         if hi > lo:
             spans.append((lo, hi))
     if end <= start:
@@ -239,7 +242,11 @@ def serial_per_hour(rows: list[dict[str, Any]]) -> float | None:
 
 
 def stage_medians(rows: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ("queued", "compile", "gpu_wait", "gpu_stage", "run", "load", "correctness", "timing", "total")
+    """The median of every duration the results report (the pipeline's stages first, then the
+    run's phases: process_start, spare_import, integrity, baselines_child...)."""
+    first = ("queued", "compile", "gpu_wait", "gpu_stage", "run", "load", "correctness", "timing", "total")
+    seen = [k for r in rows for k in ((r.get("result") or {}).get("durations_s") or {})]
+    keys = [*first, *sorted(set(seen) - set(first))]
     out = {}
     for key in keys:
         values = [
@@ -425,7 +432,8 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         },
         "verdicts": verdict_table([*empty_rows, *rows], kinds),
         "timing_stability": stability(idle_rows, busy_rows),
-        "notes": "latency = server finished_at - created_at; busy = union of [finished - gpu_stage, finished] "
+        "notes": "latency = server finished_at - created_at; busy = union of [finished - gpu_stage + "
+        "process_start, finished] "
         "over the backlog window (first created_at to last verdict, or the --duration cut-off)",
     }
 

@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,7 +69,7 @@ PASS_THROUGH_ENV = (
     "KJUDGE_UNSAFE_NO_SANDBOX",
 )
 LOG_TAIL = 8000
-# The spare run child (at most one per process; off unless enable_spares).
+# The spare run children (off unless enable_spares).
 SPARES = SparePool()
 
 
@@ -121,11 +121,11 @@ def prepare(device: str, cache_dir: Path) -> list[str]:
     return lines
 
 
-def enable_spares(on: bool = True) -> None:
-    """Keep a spare run child ready for the next evaluation (a worker's start-up; see
-    evaluator/spares.py). Off by default: a one-shot caller must not leave a process behind.
-    Turning it off kills the waiting spare."""
-    SPARES.enable(on)
+def enable_spares(on: bool = True, size: int = 1, cpus: Sequence[int] | None = None) -> None:
+    """Keep `size` spare run children ready for the next evaluations, importing on `cpus` (a
+    worker's start-up; see evaluator/spares.py). Off by default: a one-shot caller must not
+    leave a process behind. Turning it off kills the waiting spares."""
+    SPARES.enable(on, size=size, cpus=cpus)
 
 
 def spare_stats() -> SpareStats:

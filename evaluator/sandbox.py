@@ -176,11 +176,15 @@ class _Capture:
         return (bytes(self.head) + sep + tail).decode("utf-8", errors="replace")
 
 
-def _child_setup(limits: Limits, gpu: bool, cgroup_fds: list[int]) -> Callable[[], None]:
+def _child_setup(
+    limits: Limits, gpu: bool, cgroup_fds: list[int], cpus: frozenset[int] | None = None
+) -> Callable[[], None]:
     # Runs between fork and exec: syscalls only (no locks, no imports).
     def setup() -> None:
         for fd in cgroup_fds:
             os.write(fd, b"0")
+        if cpus:
+            os.sched_setaffinity(0, cpus)
         # soft == hard: SIGKILL at the limit. A SIGXCPU would be ignored by the sandbox's pid 1.
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -194,6 +198,32 @@ def _child_setup(limits: Limits, gpu: bool, cgroup_fds: list[int]) -> Callable[[
 
 def _proc_tree(root: int) -> tuple[int, int]:
     """(threads, resident bytes) of `root` and all its descendants, read from /proc."""
+    members, info = _tree(root)
+    threads = sum(info.get(p, (0, 0))[0] for p in members)
+    rss = sum(info.get(p, (0, 0))[1] for p in members)
+    return threads, rss
+
+
+def pin_tree(root: int, cpus: set[int]) -> int:
+    """Move every thread of `root` and its descendants onto `cpus`; returns how many moved
+    (threads that ended meanwhile, or that this process may not move, are skipped)."""
+    moved = 0
+    for pid in _tree(root)[0]:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, cpus)
+                moved += 1
+            except OSError:
+                continue
+    return moved
+
+
+def _tree(root: int) -> tuple[set[int], dict[int, tuple[int, int]]]:
+    """`root` and its descendants, and (threads, resident bytes) of every process, from /proc."""
     parent: dict[int, int] = {}
     info: dict[int, tuple[int, int]] = {}
     page = os.sysconf("SC_PAGE_SIZE")
@@ -216,9 +246,7 @@ def _proc_tree(root: int) -> tuple[int, int]:
             if ppid in members and pid not in members:
                 members.add(pid)
                 changed = True
-    threads = sum(info.get(p, (0, 0))[0] for p in members)
-    rss = sum(info.get(p, (0, 0))[1] for p in members)
-    return threads, rss
+    return members, info
 
 
 def _disk_usage(dirs: Sequence[Path], max_files: int) -> tuple[int, int]:
@@ -305,6 +333,10 @@ class SandboxProcess:
     def alive(self) -> bool:
         return not self._ended and not _exited(self._proc.pid)
 
+    def pin(self, cpus: set[int]) -> int:
+        """Move the whole sandboxed tree onto `cpus` (threads it starts later inherit it)."""
+        return pin_tree(self._proc.pid, cpus)
+
     def release(self, data: bytes = b"") -> None:
         """Hand `data` to the command's stdin and close it; the wall clock starts now. `data` must
         fit the pipe's buffer (64 KiB): the command is not read from while this writes."""
@@ -372,8 +404,10 @@ def start_sandboxed(
     readonly_paths: Sequence[Path] = (),
     writable_paths: Sequence[Path] = (),
     unsafe_no_sandbox: bool = False,
+    cpus: Sequence[int] | None = None,
 ) -> SandboxProcess | SandboxRun:
-    """Start `argv` in the sandbox (as `run_sandboxed` does) and return at once.
+    """Start `argv` in the sandbox (as `run_sandboxed` does) and return at once; on `cpus`
+    when given (SandboxProcess.pin moves it later).
 
     The command's stdin is a pipe that `SandboxProcess.release` writes to and closes; the
     wall-clock limit counts from the release. Returns a `SandboxRun` instead when nothing runs:
@@ -432,7 +466,7 @@ def start_sandboxed(
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 pass_fds=pass_fds,
-                preexec_fn=_child_setup(limits, gpu, cgroup_fds),
+                preexec_fn=_child_setup(limits, gpu, cgroup_fds, frozenset(cpus) if cpus else None),
             )
         except OSError as exc:
             return SandboxRun(returncode=None, stderr=f"could not start: {exc}", sandboxed=use_bwrap)

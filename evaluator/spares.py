@@ -1,4 +1,5 @@
-"""At most one spare run child, started before the job it will serve (issue #2: latency).
+"""Spare run children, started before the jobs they will serve (issue #2: latency; #12: a
+backlog needs several).
 
 A spare is `python -m evaluator.runner --await-job JOB.json` started in the sandbox a plain run
 child would get — the same scrubbed env, limits, namespaces and binds, keyed by `SpareConfig` —
@@ -28,7 +29,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +94,8 @@ class Spare:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def spawn(config: SpareConfig) -> Spare | None:
-    """Start a spare for `config`; None when no sandbox could be started."""
+def spawn(config: SpareConfig, cpus: Sequence[int] | None = None) -> Spare | None:
+    """Start a spare for `config` (on `cpus` when given); None when no sandbox could be started."""
     scratch = Path(tempfile.mkdtemp(prefix="kjudge-eval-", dir=config.scratch_root)).resolve()
     job_path = scratch / "job.json"
     spawned_at = time.time()
@@ -107,6 +108,7 @@ def spawn(config: SpareConfig) -> Spare | None:
         env=config.env_for(scratch),
         writable_paths=config.writable_paths,
         readonly_paths=config.readonly_paths,
+        cpus=cpus,
     )
     if isinstance(started, SandboxRun):
         shutil.rmtree(scratch, ignore_errors=True)
@@ -115,13 +117,22 @@ def spawn(config: SpareConfig) -> Spare | None:
 
 
 class SparePool:
-    """One slot: the spare for the configuration of the last run. Thread-safe."""
+    """Up to `size` spares for the configuration of the last run. Thread-safe.
 
-    def __init__(self, spawner: Callable[[SpareConfig], Spare | None] = spawn) -> None:
+    One spare is not enough under a backlog: a spare imports for ~4.5 s (torch, dynamo) and a
+    small problem's GPU stage takes ~1 s, so back-to-back jobs waited for the one spare started
+    at the previous claim (the H200 throughput run at f7205c2: run stage 5.2 s, its work 0.6 s).
+    With `cpus` (cores outside this run stage's own: the compile cores), spares import there, so
+    several importing at once never share the cores a running candidate's timing measures, and a
+    claimed spare is moved onto the claiming thread's cores before it is released."""
+
+    def __init__(self, spawner: Callable[..., Spare | None] = spawn) -> None:
         self._spawner = spawner
         self._lock = threading.Lock()
         self._enabled = False
-        self._spare: Spare | None = None
+        self._size = 1
+        self._cpus: tuple[int, ...] | None = None
+        self._spares: list[Spare] = []  # oldest first
         self._wanted: SpareConfig | None = None
         self._atexit = False
         self.stats = SpareStats()
@@ -132,9 +143,15 @@ class SparePool:
     def enabled(self) -> bool:
         return self._enabled
 
-    def enable(self, on: bool) -> None:
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def enable(self, on: bool, size: int = 1, cpus: Sequence[int] | None = None) -> None:
         with self._lock:
             self._enabled = on
+            self._size = max(1, size)
+            self._cpus = tuple(cpus) if cpus else None
             if on and not self._atexit:
                 atexit.register(self.discard)
                 self._atexit = True
@@ -142,50 +159,60 @@ class SparePool:
             self.discard()
 
     def claim(self, config: SpareConfig) -> Spare | None:
-        """The waiting spare if it matches `config` and is alive (the caller then owns it: release
-        and finish, or discard); else None, having killed a spare that does not fit. Remembers
-        `config` for the next `refill`."""
+        """A waiting spare that matches `config` and is alive, a ready one first (the caller then
+        owns it: release and finish, or discard); else None. Spares that do not fit or died are
+        killed. Remembers `config` for the next `refill`."""
         with self._lock:
             if not self._enabled:
                 return None
             self._wanted = config
-            spare, self._spare = self._spare, None
-        if spare is None:
-            return None
-        if spare.config != config or not spare.process.alive():
-            self._discard(spare)
-            return None
+            waiting, self._spares = self._spares, []
+        usable = [s for s in waiting if s.config == config and s.process.alive()]
+        for spare in waiting:
+            if spare not in usable:
+                self._discard(spare)
+        chosen = next((s for s in usable if s.ready()), usable[0] if usable else None)
         with self._lock:
-            self.stats.used += 1
-        return spare
+            self._spares = [s for s in usable if s is not chosen] + self._spares
+            if chosen is not None:
+                self.stats.used += 1
+        if chosen is not None and self._cpus:
+            chosen.process.pin(os.sched_getaffinity(0))  # the run gets this stage's own cores
+        return chosen
 
     def refill(self) -> None:
-        """Start a spare for the last claimed config, unless one is waiting. Returns at once: the
-        child imports while the worker waits for its next job."""
+        """Start spares for the last claimed config until `size` wait. Returns at once: the
+        children import while the worker runs or waits for its next job."""
         with self._lock:
-            if not self._enabled or self._spare is not None or self._wanted is None:
+            if not self._enabled or self._wanted is None:
                 return
-            try:
-                spare = self._spawner(self._wanted)
-            except Exception as exc:  # noqa: BLE001  a spare only saves time: never fail a job over it
-                self.stats.failed += 1
-                self.stats.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                return
-            if spare is None:
-                self.stats.failed += 1
-                return
-            self._spare = spare
-            self.stats.started += 1
+            while len(self._spares) < self._size:
+                try:
+                    spare = self._spawner(self._wanted, self._cpus)
+                except Exception as exc:  # noqa: BLE001  a spare only saves time: never fail a job over it
+                    self.stats.failed += 1
+                    self.stats.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                    return
+                if spare is None:
+                    self.stats.failed += 1
+                    return
+                self._spares.append(spare)
+                self.stats.started += 1
 
     def waiting(self) -> Spare | None:
-        return self._spare
+        """The spare the next claim would prefer (the oldest), if any."""
+        spares = self._spares
+        return spares[0] if spares else None
+
+    def count(self) -> int:
+        return len(self._spares)
 
     def wait_ready(self, timeout_s: float) -> bool:
-        """Block until the waiting spare has imported everything (benchmarks: a worker between
-        jobs). False when none waits or it is not ready in time."""
+        """Block until the oldest waiting spare has imported everything (benchmarks: a worker
+        between jobs). False when none waits or it is not ready in time."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            spare = self._spare
+            spare = self.waiting()
             if spare is None or not spare.process.alive():
                 return False
             if spare.ready():
@@ -194,10 +221,10 @@ class SparePool:
         return False
 
     def discard(self) -> None:
-        """Kill the waiting spare, if any."""
+        """Kill every waiting spare."""
         with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None:
+            spares, self._spares = self._spares, []
+        for spare in spares:
             self._discard(spare)
 
     def _discard(self, spare: Spare) -> None:
@@ -206,9 +233,9 @@ class SparePool:
             self.stats.discarded += 1
 
     def forget_after_fork(self) -> None:
-        # The spare is the parent's child: a forked process must neither use nor kill it.
+        # The spares are the parent's children: a forked process must neither use nor kill them.
         self._lock = threading.Lock()
-        self._spare = None
+        self._spares = []
 
 
 def _after_fork(pool: SparePool | None) -> None:

@@ -47,6 +47,10 @@ class WorkerSettings(TaskLimits):
     # A built job whose run message never arrives (the broker lost it) stops being kept alive
     # after this; its lease then expires and the reconciler sends it round again.
     handoff_timeout_s: float = 1200.0  # below the soft time limit, less a build
+    # Spare run children (evaluator/spares.py) kept importing ahead of the jobs, and the cores
+    # they import on (the launcher gives a run stage the compile cores: never its own).
+    spares: int = Field(default=1, ge=1, description="spare run children kept ready")
+    spare_cpus: str | None = Field(default=None, description="cores spares import on, e.g. 0-13")
 
     # Background loops in the worker's main process.
     heartbeat_interval_s: float = 10.0

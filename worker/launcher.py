@@ -140,8 +140,20 @@ def pipelined(specs: Sequence[WorkerSpec], pool_size: int | None = None) -> list
         for target in own:
             known = targets.setdefault(target.run_queue, target)
             known.queues = _unique([*known.queues, *target.queues])
+        defaults = {
+            "KJUDGE_WORKER_SPARES": str(pipeline.SPARES_PER_GPU_STAGE if spec.backend != "cpu" else 1),
+            "KJUDGE_WORKER_SPARE_CPUS": pipeline.format_cpus(plan.compile_cpus),
+        }
+        spares = {k: v for k, v in defaults.items() if k not in os.environ}  # the operator's win
         runs.append(
-            spec.model_copy(update={"stage": "run", "queues": [t.run_queue for t in own], "cpus": cores})
+            spec.model_copy(
+                update={
+                    "stage": "run",
+                    "queues": [t.run_queue for t in own],
+                    "cpus": cores,
+                    "env": {**spares, **spec.env},
+                }
+            )
         )
     ordered = sorted(targets.values(), key=lambda t: t.backend == "cpu")  # 'any' goes to a GPU
     compile_spec = WorkerSpec(

@@ -149,9 +149,11 @@ def _enable_spares(on: bool) -> None:
     Next to prepare() in spirit (worker start-up), but here: prepare runs in the main process,
     evaluations in the pool child."""
     from evaluator.api import enable_spares
+    from worker.pipeline import parse_cpus
 
+    wsettings = get_worker_settings()
     try:
-        enable_spares(on)
+        enable_spares(on, size=wsettings.spares, cpus=parse_cpus(wsettings.spare_cpus) or None)
     except Exception as exc:
         log.warning("spare run children %s failed: %s", "enabling" if on else "stopping", exc)
 

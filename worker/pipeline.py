@@ -27,6 +27,11 @@ CORES_PER_RUN_STAGE = 2
 MEMORY_PER_COMPILE_BYTES = 2 << 30
 # Compiles yield the CPU to the run stages and the API.
 COMPILE_NICE = 10
+# Spare run children a GPU run stage keeps importing (on the compile cores): a spare takes ~4.5 s
+# to import and a small problem's GPU stage ~1 s, so four keep a backlog from waiting on one.
+# A CPU run stage keeps one: it is started only after its run (its imports would share the
+# cores a CPU timing measures).
+SPARES_PER_GPU_STAGE = 4
 
 
 class StageTarget(BaseModel):

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import api, runner, sandbox_bwrap
+from evaluator import api, runner, sandbox, sandbox_bwrap
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
 from evaluator.result import Backend, Target, Verdict
 from evaluator.sandbox import Limits
-from evaluator.spares import Spare, SpareConfig, SparePool
+from evaluator.spares import Spare, SpareConfig, SparePool, spawn
 from tests.evaluator.conftest import EXAMPLES, ROOT
+from worker.pipeline import parse_cpus
 
 RELU = Problem.from_file(EXAMPLES / "problem.py")
 
@@ -100,7 +101,7 @@ def _config(tmp_path: Path, wall_s: float = 60.0) -> SpareConfig:
 def _fake_pool(tmp_path: Path) -> tuple[SparePool, list[Spare]]:
     spawned: list[Spare] = []
 
-    def spawner(config: SpareConfig) -> Spare:
+    def spawner(config: SpareConfig, cpus: object = None) -> Spare:
         scratch = tmp_path / f"spare{len(spawned)}"
         scratch.mkdir()
         spare = Spare(config, scratch, scratch / "job.json", FakeProcess(), 0.0)  # type: ignore[arg-type]
@@ -143,6 +144,56 @@ def test_pool_serves_each_spare_once_and_only_a_matching_one(tmp_path: Path) -> 
         "failed": 0,
         "last_error": None,
     }
+
+
+def test_a_pool_keeps_its_size_and_serves_a_ready_spare_first(tmp_path: Path) -> None:
+    pool, spawned = _fake_pool(tmp_path)
+    config = _config(tmp_path)
+    pool.enable(True, size=3)
+    assert pool.claim(config) is None
+    pool.refill()
+    assert len(spawned) == 3 and pool.count() == 3
+    spawned[1].job_path.with_name(runner.SPARE_READY).touch()  # the second finished importing first
+    assert pool.claim(config) is spawned[1]
+    assert pool.claim(config) is spawned[0]  # none ready: the oldest, the likeliest to be next
+    pool.refill()
+    assert len(spawned) == 5 and pool.count() == 3  # topped up, never past the size
+    spawned[2].process.alive_ = False  # type: ignore[attr-defined]
+    assert pool.claim(config) is spawned[3]  # the dead one is discarded on the way
+    assert spawned[2].process.discarded  # type: ignore[attr-defined]
+    pool.enable(False)
+    assert all(s.process.discarded for s in (spawned[4],))  # type: ignore[attr-defined]
+    assert pool.count() == 0
+
+
+def _allowed_cpus(pid: int) -> set[int]:
+    with open(f"/proc/{pid}/status") as f:
+        line = next(x for x in f if x.startswith("Cpus_allowed_list:"))
+    return set(parse_cpus(line.split(":", 1)[1].strip()))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to move between")
+@pytest.mark.skipif(not sandbox_bwrap.probe().available, reason="bubblewrap unusable here")
+def test_a_spare_imports_on_its_cores_and_runs_on_the_claimers(tmp_path: Path) -> None:
+    # Spares import on the compile cores; the one claimed is moved, whole sandbox and all its
+    # threads, onto the run stage's cores before it gets the job.
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    config = api._spare_config(
+        Target(backend=Backend.CPU, arch="x86_64", device="cpu"), tmp_path / "cache", tmp_path, Limits()
+    )
+    spare = spawn(config, cpus=[first])
+    assert spare is not None
+    try:
+        deadline = time.monotonic() + 60
+        while not spare.ready() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert spare.ready()
+        tree = sandbox._tree(spare.process.pid)[0]
+        assert len(tree) >= 2 and all(_allowed_cpus(p) == {first} for p in tree)
+        assert spare.process.pin({second}) >= len(tree)
+        assert all(_allowed_cpus(p) == {second} for p in sandbox._tree(spare.process.pid)[0])
+    finally:
+        spare.discard()
 
 
 def test_a_forked_process_does_not_inherit_the_spare(tmp_path: Path) -> None:

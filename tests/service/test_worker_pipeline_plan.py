@@ -77,6 +77,11 @@ def test_n_gpus_become_n_run_stages_behind_one_compile_pool(sixteen_cores: None,
     assert all(len(c) == 2 for c in cores) and len(set().union(*cores)) == 2 * n
     assert not set().union(*cores) & set(compile_spec.cpus)
     assert compile_spec.concurrency == 16 - 2 * n - 1
+    # Each stage keeps several spare run children, importing on the compile cores, not its own.
+    for run in runs:
+        env = run.child_env({})
+        assert int(env["KJUDGE_WORKER_SPARES"]) == pipeline.SPARES_PER_GPU_STAGE > 1
+        assert pipeline.parse_cpus(env["KJUDGE_WORKER_SPARE_CPUS"]) == compile_spec.cpus
     targets = pipeline.load_targets(compile_spec.child_env({})["KJUDGE_WORKER_STAGE_TARGETS"])
     assert [(t.backend, t.run_queue, t.visibility) for t in targets] == [
         ("cuda", "run.h1.cuda.sm_90", {"CUDA_VISIBLE_DEVICES": "0"})
