@@ -12,11 +12,12 @@ relative standard error is small or a time cap is hit; report the median. Three 
   detection, batch-and-skip, caching by pointer) is caught with near certainty (docs/integrity.md).
 - **Small kernels are timed many at a time** (`method`): below `SMALL_KERNEL_MS` a single event
   pair measures mostly launch and event overhead, so k calls over k fresh input sets are captured
-  in a CUDA graph and replayed (device time without the host's launch cost), or, when the
-  candidate cannot be captured, launched back to back between one event pair. L2 policy: the
-  inputs of all k calls are written, then L2 is flushed, then the k calls run, so every call
-  reads inputs that are not in L2, as the per-call method's calls do. The host's own cost per
-  call is measured apart (`launch_overhead_us`), so a Python or Triton launch cost is visible
+  in a CUDA graph and replayed (device time without the host's launch cost; samples rotate over
+  `PLACEMENTS` such graphs on separate allocations, since placement moves a tiny kernel's time),
+  or, when the candidate cannot be captured, launched back to back between one event pair. L2
+  policy: the inputs of all k calls are written, then L2 is flushed, then the k calls run, so
+  every call reads inputs that are not in L2, as the per-call method's calls do. The host's own
+  cost per call is measured apart (`launch_overhead_us`), so a Python or Triton launch cost is visible
   instead of being folded into, or hidden from, the kernel time.
 - **A disturbed measurement says so** (`contended`): the two halves of the samples must agree
   (another process on the GPU, throttling) and, on the CPU target, the rest of the host must have
@@ -62,6 +63,12 @@ SMALL_KERNEL_MS = 0.2
 BATCH_TARGET_MS = 2.0
 MIN_BATCH, MAX_BATCH = 8, 128
 BATCH_BYTES = 1 << 30
+# Where a tiny kernel's inputs sit in device memory moves its time: on the H200 the medians of
+# ReLU 16x16384 over four fresh allocations in one process spread 1.16-1.22x, each allocation's
+# own median steady (bench/timing_probe.py), the same spread as between separate evaluations.
+# Samples therefore rotate over this many batches captured on separate allocations, so that one
+# evaluation's median averages placements instead of drawing a single one.
+PLACEMENTS = 4
 
 # Checks: each call is checked with probability p, p = CHECKS_WANTED / expected calls, at least
 # MIN_CHECK_PROBABILITY. A candidate skipping the work on half of N timed calls escapes with
@@ -454,7 +461,7 @@ def _batch_size(subject: Subject, per_call_ms: float) -> int:
     held = sum(t.numel() * t.element_size() for t in _tensors([inputs, out]))
     del out, inputs
     by_time = int(BATCH_TARGET_MS / max(per_call_ms, 1e-4))
-    by_memory = BATCH_BYTES // max(held, 1)
+    by_memory = BATCH_BYTES // PLACEMENTS // max(held, 1)
     return max(1, min(MAX_BATCH, max(MIN_BATCH, by_time), by_memory))
 
 
@@ -468,12 +475,14 @@ def _time_batched(
 ) -> TimingStats:
     k = _batch_size(subject, per_call_ms)
     checker.expect_calls(min(opts.max_reps, opts.max_time_s * 1000.0 / max(per_call_ms * k, 1e-3)) * k)
-    graph = _GraphBatch.capture(subject, k, checker)
+    graphs = _GraphBatch.capture_placements(subject, k, checker, PLACEMENTS)
     deferred = _Deferred(checker)
     refill_ms = 0.0
     stop = _Stop(opts)
     times: list[float] = []
-    while not stop(times, k):
+    # Whole rounds over the placements, so that each weighs the same in the median.
+    while not (stop(times, k) and len(times) % max(1, len(graphs)) == 0):
+        graph = graphs[len(times) % len(graphs)] if graphs else None
         clocks.spin(refill_ms)  # busy while the host prepares the next batch's inputs
         host0 = time.perf_counter()
         if graph is not None:
@@ -499,7 +508,7 @@ def _time_batched(
         deferred.run()
         del outputs
     stats = summarize(times, l2_flushed=True)
-    stats.method = METHOD_GRAPH if graph is not None else METHOD_BACK_TO_BACK
+    stats.method = METHOD_GRAPH if graphs else METHOD_BACK_TO_BACK
     stats.calls_per_sample = k
     stats.contended = _drifted(times)
     return stats
@@ -511,6 +520,18 @@ class _GraphBatch:
 
     def __init__(self, graph: torch.cuda.CUDAGraph, inputs: list[list[torch.Tensor]], outputs: list[Any]):
         self.graph, self.inputs, self.outputs = graph, inputs, outputs
+
+    @classmethod
+    def capture_placements(cls, subject: Subject, k: int, checker: Checker, n: int) -> list[_GraphBatch]:
+        """n batches on n separate allocations (all alive at once, so each has its own), or []
+        when one cannot be captured: then every call is timed back to back."""
+        batches = []
+        for _ in range(n):
+            batch = cls.capture(subject, k, checker)
+            if batch is None:
+                return []
+            batches.append(batch)
+        return batches
 
     @classmethod
     def capture(cls, subject: Subject, k: int, checker: Checker) -> _GraphBatch | None:
