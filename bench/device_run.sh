@@ -20,6 +20,9 @@ if ! command -v bwrap >/dev/null 2>&1 && ls .whl/deb/bubblewrap*.deb >/dev/null 
 fi
 export PYTHONPATH=$PWD:/opt/kjudge/site-packages${PYTHONPATH:+:$PYTHONPATH}
 export KJUDGE_HOME=/tmp/kjudge-home
+# One test home for both pytest runs below (and every xdist worker): the header and the lite
+# runtimes are built once, not again for the exclusive tests.
+export KJUDGE_TEST_HOME=${KJUDGE_TEST_HOME:-/tmp/kjudge-test-home}
 
 {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -43,7 +46,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     # plain kill would leave only a line of dots. Tests that assert on device-wide state (free
     # memory after an attack) run afterwards, one at a time.
     timeout -s INT -k 30 ${TEST_TIMEOUT:-1800} python3 -m pytest -m "gpu and not gpu_exclusive" -rfE --tb=short \
-        ${PYTEST_ARGS:--q} -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+        ${PYTEST_ARGS:--q -n 4 --dist loadfile --durations=40} -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
     timeout -s INT -k 30 ${EXCLUSIVE_TIMEOUT:-600} python3 -m pytest -m gpu_exclusive -rfE --tb=short -q --durations=5 \
         -p no:cacheprovider --junitxml="$OUT/gpu_exclusive.xml" $gpu_dirs 2>&1 | tee "$OUT/gpu_exclusive.log" | tail -40
 fi

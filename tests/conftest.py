@@ -33,7 +33,12 @@ def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
     the cache itself use their own directories. Under pytest-xdist the workers share one (the
     caches take file locks and publish atomically), so the GPU suite's four workers do not build
-    four headers and four lite runtimes."""
+    four headers and four lite runtimes. KJUDGE_TEST_HOME names one to share across pytest runs
+    (bench/device_run.sh: the exclusive GPU tests run after the others, in a run of their own)."""
+    if os.environ.get("KJUDGE_TEST_HOME"):
+        shared = Path(os.environ["KJUDGE_TEST_HOME"])
+        shared.mkdir(parents=True, exist_ok=True)
+        return shared
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = tmp_path_factory.getbasetemp().parent / "kjudge-home"
         shared.mkdir(exist_ok=True)
