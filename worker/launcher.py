@@ -318,14 +318,28 @@ class Supervisor:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
+        # A trusted build a worker started (the precompiled header's g++ at start-up) is no
+        # sandboxed child that dies with it: what the workers started is recorded while they
+        # shut down, and whatever of it outlives them is killed.
+        started: dict[int, str] = {}
         deadline = time.monotonic() + self.stop_grace_s
         for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                # Cold: the message of an unfinished task is redelivered or reconciled later.
-                kill_tree(proc.pid)
-                proc.wait()
+            while True:
+                started.update((p, _start_time(p)) for p in descendants(proc.pid) if p not in started)
+                try:
+                    proc.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0.1)))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() < deadline:
+                        continue
+                    # Cold: the message of an unfinished task is redelivered or reconciled later.
+                    kill_tree(proc.pid)
+                    proc.wait()
+                    break
+        for pid, start in started.items():
+            if start and _start_time(pid) == start:  # the same process, not a reused pid
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         return 0
 
 
@@ -350,6 +364,15 @@ def descendants(pid: int) -> list[int]:
         found.extend(nxt)
         frontier.extend(nxt)
     return found
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time (field 22 of /proc/<pid>/stat), '' when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def kill_tree(pid: int) -> None:
