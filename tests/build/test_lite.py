@@ -39,6 +39,7 @@ void scale_into(const T* src, T* dst, int64_t n, double a, int64_t b) {
 torch::Tensor forward(const torch::Tensor& x, double a, int64_t b, bool twice) {
     TORCH_CHECK(x.is_contiguous(), "x must be contiguous, got strides ", x.strides());
     TORCH_CHECK(x.device().is_cpu());
+    TORCH_CHECK(a < 1e6, "a=", a, " b=", b, " twice=", twice, " on ", x.device(), " ", x.scalar_type(), " ", x.sizes());
     auto out = torch::empty_like(x);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", ([&] {
         scale_into<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.numel(), twice ? 2 * a : a, b);
@@ -132,6 +133,9 @@ def test_lite_errors_are_pytorchs_kinds(build_cache: Path, cpu_target: Target) -
     x = torch.randn(4, 5)
     with pytest.raises(RuntimeError, match="x must be contiguous, got strides \\[1, 5\\]"):
         module.forward(x.t(), 1.0, 0, False)
+    # Messages read as PyTorch's c10::str (an ostream) prints them.
+    with pytest.raises(RuntimeError, match="^a=2e\\+06 b=-3 twice=1 on cpu Float \\[4, 5\\]$"):
+        module.forward(x, 2e6, -3, True)
     with pytest.raises(RuntimeError, match="\"scale\" not implemented for 'Int'"):
         module.forward(x.int(), 1.0, 0, False)
     with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):

@@ -6,15 +6,15 @@
 #pragma once
 #include <kjudge_lite/abi.h>
 
-#include <algorithm>
-#include <atomic>
+// No <algorithm> (its C++20 ranges are a tenth of a unit's parse): std::min and std::max come
+// with <string>.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <cstring>
 #include <initializer_list>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -46,7 +46,12 @@ constexpr DeviceType kMeta = DeviceType::Meta;
 using DeviceIndex = int8_t;
 
 inline const char* toString(ScalarType t) { return kjl_dtype_name(static_cast<int8_t>(t)); }
-inline std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << toString(t); }
+// Streaming to a std::ostream (a template: <ostream> costs nvcc ~1 s a unit, and a source that
+// streams has included it); TORCH_CHECK's messages are built by str() below without streams.
+template <class Stream>
+Stream& operator<<(Stream& os, ScalarType t) {
+    return os << toString(t);
+}
 inline size_t elementSize(ScalarType t) { return static_cast<size_t>(kjl_element_size(static_cast<int8_t>(t))); }
 
 class Error : public std::runtime_error {
@@ -54,20 +59,46 @@ class Error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// c10::str without <sstream> (~1.2 s of nvcc a unit): the argument kinds TORCH_CHECK messages
+// use, printed as an ostream prints them. Another kind does not compile, and the unit is built
+// the regular way.
 namespace detail {
-inline void append(std::ostringstream&) {}
+struct Message {
+    std::string text;
+};
+inline void put(Message& m, const char* v) { m.text += v; }
+inline void put(Message& m, const std::string& v) { m.text += v; }
+inline void put(Message& m, std::string_view v) { m.text += v; }
+inline void put(Message& m, char v) { m.text += v; }
+inline void put(Message& m, bool v) { m.text += v ? '1' : '0'; }
+template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+void put(Message& m, T v) {
+    m.text += std::to_string(v);
+}
+template <class T, std::enable_if_t<std::is_enum_v<T>, int> = 0>
+void put(Message& m, T v) {
+    m.text += std::to_string(static_cast<std::underlying_type_t<T>>(v));
+}
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+void put(Message& m, T v) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(v));
+    m.text += buffer;
+}
+inline void put(Message& m, ScalarType t) { m.text += toString(t); }
+inline void append(Message&) {}
 template <typename T, typename... Rest>
-void append(std::ostringstream& os, const T& first, const Rest&... rest) {
-    os << first;
-    append(os, rest...);
+void append(Message& m, const T& first, const Rest&... rest) {
+    put(m, first);
+    append(m, rest...);
 }
 }  // namespace detail
 
 template <typename... Args>
 std::string str(const Args&... args) {
-    std::ostringstream os;
-    detail::append(os, args...);
-    return os.str();
+    detail::Message m;
+    detail::append(m, args...);
+    return m.text;
 }
 
 template <typename T>
@@ -100,11 +131,19 @@ class ArrayRef {
 };
 using IntArrayRef = ArrayRef<int64_t>;
 
-inline std::ostream& operator<<(std::ostream& os, IntArrayRef a) {
+template <class Stream>
+Stream& operator<<(Stream& os, IntArrayRef a) {
     os << "[";
     for (size_t i = 0; i < a.size(); ++i) os << (i ? ", " : "") << a[i];
     return os << "]";
 }
+namespace detail {
+inline void put(Message& m, IntArrayRef a) {
+    m.text += '[';
+    for (size_t i = 0; i < a.size(); ++i) m.text += (i ? ", " : "") + std::to_string(a[i]);
+    m.text += ']';
+}
+}  // namespace detail
 
 struct Device {
     Device(DeviceType type, int index = -1) : type_(type), index_(static_cast<DeviceIndex>(index)) {}  // NOLINT
@@ -121,11 +160,17 @@ struct Device {
     DeviceIndex index_;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const Device& d) {
-    os << (d.is_cuda() ? "cuda" : d.is_cpu() ? "cpu" : "device");
-    if (d.has_index()) os << ":" << static_cast<int>(d.index());
-    return os;
+inline std::string toString(const Device& d) {
+    std::string s = d.is_cuda() ? "cuda" : d.is_cpu() ? "cpu" : "device";
+    return d.has_index() ? s + ":" + std::to_string(static_cast<int>(d.index())) : s;
 }
+template <class Stream>
+Stream& operator<<(Stream& os, const Device& d) {
+    return os << toString(d);
+}
+namespace detail {
+inline void put(Message& m, const Device& d) { m.text += toString(d); }
+}  // namespace detail
 
 template <typename T>
 struct CppTypeToScalarType;
@@ -437,7 +482,7 @@ inline void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F
     }
 #ifdef _OPENMP
     std::exception_ptr error;
-    std::atomic_flag failed = ATOMIC_FLAG_INIT;
+    bool failed = false;  // set once, by the first thread to fail (no <atomic>: ~0.9 s of nvcc)
 #pragma omp parallel num_threads(static_cast<int>(threads))
     {
         int64_t n = omp_get_num_threads();
@@ -447,7 +492,7 @@ inline void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F
             try {
                 f(lo, std::min(end, lo + chunk));
             } catch (...) {
-                if (!failed.test_and_set()) error = std::current_exception();
+                if (!__atomic_test_and_set(&failed, __ATOMIC_ACQ_REL)) error = std::current_exception();
             }
         }
     }
