@@ -26,7 +26,7 @@ from api.routes import batches, health, leaderboard, problems, rewards, stats, s
 from api.submitting import ProblemCache
 from core.publish import Enqueuer, make_enqueuer
 from core.settings import Settings, get_settings
-from db.session import get_sessionmaker
+from db.session import get_sessionmaker, wal_checkpointer
 
 log = logging.getLogger("kjudge.api")
 
@@ -100,7 +100,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if startup:
             await run_in_threadpool(_startup, app)
-        yield
+        with wal_checkpointer(app.state.sessionmaker.kw["bind"]):
+            yield
 
     app = FastAPI(
         title="kjudge",
