@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -100,6 +101,11 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if startup:
             await run_in_threadpool(_startup, app)
+            # What is alive now (modules, classes, routes: ~110k objects) lives as long as the
+            # process. Out of the collector's sight, a full collection takes well under a ms
+            # instead of 50-100 ms, a pause that stalled every request in flight under load.
+            gc.collect()
+            gc.freeze()
         with wal_checkpointer(app.state.sessionmaker.kw["bind"]):
             yield
 
