@@ -485,7 +485,8 @@ def _find_donors(
         }
         if p.entry is not None:
             params["entry"] = p.entry
-        row = session.execute(_DONOR[(p.entry is not None, p.profile)], params).first()
+        # On the session's connection: the ORM's execution path cost a third more CPU here.
+        row = session.connection().execute(_DONOR[(p.entry is not None, p.profile)], params).first()
         if row is not None:
             donors[key] = Donor(*row)
     return donors
