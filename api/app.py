@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from api.routes import batches, health, leaderboard, problems, rewards, stats, s
 from api.submitting import ProblemCache
 from core.publish import Enqueuer, make_enqueuer
 from core.settings import Settings, get_settings
-from db.session import get_sessionmaker
+from db.session import get_sessionmaker, wal_checkpointer
 
 log = logging.getLogger("kjudge.api")
 
@@ -100,7 +101,13 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if startup:
             await run_in_threadpool(_startup, app)
-        yield
+            # What is alive now (modules, classes, routes: ~110k objects) lives as long as the
+            # process. Out of the collector's sight, a full collection takes well under a ms
+            # instead of 50-100 ms, a pause that stalled every request in flight under load.
+            gc.collect()
+            gc.freeze()
+        with wal_checkpointer(app.state.sessionmaker.kw["bind"]):
+            yield
 
     app = FastAPI(
         title="kjudge",

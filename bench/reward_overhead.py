@@ -42,13 +42,22 @@ TARGET_P99_MS = 25.0
 
 # Written before measuring.
 PREDICTION = {
-    "p50_ms_c1": 10.0,
-    "p99_ms_c8": 60.0,
-    "reasoning": "2026-12-02, before the first run: a call is two requests (POST /v1/batches with "
-    "reuse: donor lookup, insert, SQLite commit; then GET /v1/submissions/{id}), ~3-5 ms of API "
-    "CPU each by bench/api_load.py's figure for a POST, plus ~1 ms of client CPU per request, on "
-    "one uvicorn process (one core's worth of Python). C=1: ~10 ms. C=8: calls queue behind each "
-    "other in the one API process: ~8 x 8 ms / (1-1.5 cores) -> p99 ~60 ms, over the 25 ms target.",
+    "p50_ms_c1": 4.5,
+    "p99_ms_c1": 9.0,
+    "p50_ms_c8": 11.0,
+    "p99_ms_c8": 22.0,
+    "max_ms_c8": 100.0,
+    "server_cpu_ms_per_call_c8": 1.2,
+    "reasoning": "2026-12-02, after the diagnosis (timings inside the API under this load) and before "
+    "the final runs. The old p99 of 344 ms at 8 in flight was stalls, not CPU: SQLite's busy handler "
+    "(the first INSERT waited p99 179 ms, max 543 ms), WAL checkpoints inside commits (p99 12-24 ms, "
+    "everyone queued behind), 50-100 ms full GC pauses. With the write lock, the checkpoints on a "
+    "thread of the API's own and gc.freeze, what is left at 8 in flight is throughput: ~2.5 ms of "
+    "server CPU per one-call POST, ~210 calls/s, 38 ms a call. Concurrent calls sharing POSTs cut "
+    "that to ~1.2 ms a call (~600 calls/s): p50 ~11 ms, p99 ~22 ms in a quiet round, each WAL restart's "
+    "fsync (every ~2-3 s, 50-200 ms on this VM) still setting the max. One call at a time: "
+    "p50 ~4.5 ms, p99 ~9 ms.",
+    "first": "2026-12-02, before the first run (f956f33's path): p50 10 ms at 1 in flight, p99 60 ms at 8.",
 }
 
 
@@ -56,8 +65,14 @@ NOTES = (
     "The host is a 2-core VM shared with other jobs (compilers, test suites): host_load_1min is its "
     "1-minute load average at the end of each level. At a load of 7-12 on 2 cores a call mostly waits "
     "for a core, so latency swings between runs; CPU ms per call (server tree + client) is the figure "
-    "to compare across commits. Before this commit's reuse path (POST then GET, ORM donor lookup) the "
-    "same bench measured p50 46 ms / p99 92 ms sequential and p99 439 ms at concurrency 8, 40 calls/s."
+    "to compare across commits. Before the reuse path of f956f33 (POST then GET, ORM donor lookup) the "
+    "same bench measured p50 46 ms / p99 92 ms sequential and p99 439 ms at concurrency 8, 40 calls/s. "
+    "f956f33 itself: p99 344 ms (max 1.6 s) at 8, 190 calls/s, 4.8 ms of server CPU a call: SQLite "
+    "busy-handler sleeps between the API's threads, WAL checkpoints inside commits, full GC pauses, and "
+    "one POST per call. Since: writers queue on a lock (db.session.write_lock), the API checkpoints the "
+    "WAL on a thread every 2 s, gc.freeze() after startup, and concurrent calls share POSTs "
+    "(kjudge/rewards/core.py, _Coalescer). What still sets the max: the first commit after each "
+    "complete checkpoint fsyncs the WAL's header under the write lock (50-200 ms on this VM's disk)."
 )
 
 
@@ -242,7 +257,8 @@ def main() -> int:
             "server": f"kjudge serve --workers {args.api_workers} (embedded: SQLite + filesystem broker, one CPU worker)",
             "call": "kjudge.rewards.trl.kernel_reward with one completion (TRL's keyword arguments); the kernel "
             "is one of 2 already evaluated (relu_cpp.cpp, relu_incorrect.cpp on examples/relu/problem.py), "
-            "so each call is extract + POST /v1/batches (reuse) + GET of the stored result + shaping",
+            "so each call is extract + its item in a POST /v1/batches?include_result (reuse; calls in "
+            "flight together share POSTs, one out at a time) + shaping of the stored result it answers with",
             "statistic": "per level, the round (of `repeat`) with the median p99; within it, per-call latency "
             "quantiles over `calls` calls, client clock, after 50 warm-up calls; "
             "CPU ms per call of the serve process tree (API + idle worker) and of this client process, "

@@ -21,6 +21,12 @@ EXTENSIONS = {
 }
 
 
+def _hip(source: str) -> bool:
+    # Every marker holds the literal "hip": testing for it first spares most sources the regex,
+    # which takes ~170 us on a 2 KB source (most of extracting an RL reward's kernel).
+    return "hip" in source and _HIP_MARKERS.search(source) is not None
+
+
 class UnknownLanguage(ValueError):
     """Neither the file name nor the source says which language this is."""
 
@@ -34,7 +40,7 @@ def infer_language(source: str, filename: str | None = None) -> Language:
         return Language.TRITON if _TRITON_IMPORT.search(source) else Language.KERNELBENCH
     if suffix in EXTENSIONS:
         language = EXTENSIONS[suffix]
-        if language is Language.CPP and _HIP_MARKERS.search(source):
+        if language is Language.CPP and _hip(source):
             return Language.HIP
         return language
     if suffix:
@@ -45,7 +51,7 @@ def infer_language(source: str, filename: str | None = None) -> Language:
     if _TRITON_IMPORT.search(source):
         return Language.TRITON
     if "#include" in source or "torch::Tensor" in source:
-        if _HIP_MARKERS.search(source):
+        if _hip(source):
             return Language.HIP
         return Language.CUDA if _CUDA_MARKERS.search(source) else Language.CPP
     if _PYTHON_HINT.search(source):
