@@ -32,3 +32,15 @@ def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
     the cache itself use their own directories."""
     return tmp_path_factory.mktemp("kjudge-home")
+
+
+@pytest.fixture(scope="session")
+def kjudge_toolchain(kjudge_home: Path) -> Path:
+    """The session home with its precompiled torch header and CPU lite runtime built, as a
+    worker's start-up builds them (evaluator.build.prepare_toolchain, in this trusted process):
+    tests that time or kill a C++ build need not run a throwaway candidate first to pay for
+    them. Free when an earlier test of the session already built them."""
+    from evaluator.build import prepare_toolchain
+
+    prepare_toolchain(kjudge_home / "cache" / "native")  # evaluator.api._native_cache
+    return kjudge_home
