@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One KJUDGE_HOME for the whole session: native builds, the precompiled torch header (~45 s
     on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
-    the cache itself use their own directories."""
+    the cache itself use their own directories. KJUDGE_TEST_HOME names one that several
+    sessions share (tests/lanes.py: ./test.sh's two sessions side by side), as the workers of
+    one host share theirs: the caches publish atomically and build under file locks."""
+    shared = os.environ.get("KJUDGE_TEST_HOME")
+    if shared:
+        home = Path(shared)
+        home.mkdir(parents=True, exist_ok=True)
+        return home
     return tmp_path_factory.mktemp("kjudge-home")
 
 
