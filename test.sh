@@ -2,7 +2,9 @@
 # Runs the whole test suite in the project environment (.venv, made by ./install.sh).
 # PostgreSQL and Redis on 127.0.0.1 are started here when installed but stopped; when one is
 # not installed this says so, and the suites that need it skip (or fail under CI=true).
-# Extra arguments go to pytest, e.g. ./test.sh tests/api -x.
+# Extra arguments go to pytest, e.g. ./test.sh tests/api -x. Without test paths (options only,
+# e.g. --durations=30) the whole suite runs as two pytest sessions side by side (tests/lanes.py
+# says which tests go where and why); KJUDGE_TEST_LANES=1 runs it as one session instead.
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -47,4 +49,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: missing — the tests that need these skip here and fail under CI=true:" >&2
     printf '  - %s\n' "${missing[@]}" >&2
 fi
-exec "$VENV/bin/python" -m pytest -q "$@"
+for arg in "$@"; do
+    # A test path or an option's separate value (-k EXPR): the run is the one pytest selects.
+    [[ $arg == -* ]] || exec "$VENV/bin/python" -m pytest -q "$@"
+done
+if [ "${KJUDGE_TEST_LANES:-2}" = 1 ]; then
+    exec "$VENV/bin/python" -m pytest -q "$@"
+fi
+exec "$VENV/bin/python" tests/lanes.py -q "$@"

@@ -31,16 +31,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kjudge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One KJUDGE_HOME for the whole session: native builds, the precompiled torch header (~45 s
     on 2 cores) and baselines are built once and shared by every suite that evaluates; tests of
-    the cache itself use their own directories. Under pytest-xdist the workers share one (the
-    caches take file locks and publish atomically), so the GPU suite's four workers do not build
-    four headers and four lite runtimes. KJUDGE_TEST_HOME names one to share across pytest runs
-    (bench/device_run.sh: the exclusive GPU tests run after the others, in a run of their own)."""
-    if os.environ.get("KJUDGE_TEST_HOME"):
-        shared = Path(os.environ["KJUDGE_TEST_HOME"])
-        shared.mkdir(parents=True, exist_ok=True)
-        return shared
+    the cache itself use their own directories. KJUDGE_TEST_HOME names one that several
+    sessions share (tests/lanes.py: ./test.sh's two sessions side by side; bench/device_run.sh:
+    the exclusive GPU tests after the others), as the workers of one host share theirs: the
+    caches publish atomically and build under file locks. Under pytest-xdist the workers share
+    one likewise, so the GPU suite's four workers do not build four headers and lite runtimes."""
+    shared = os.environ.get("KJUDGE_TEST_HOME")
+    if shared:
+        home = Path(shared)
+        home.mkdir(parents=True, exist_ok=True)
+        return home
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = tmp_path_factory.getbasetemp().parent / "kjudge-home"
-        shared.mkdir(exist_ok=True)
-        return shared
+        home = tmp_path_factory.getbasetemp().parent / "kjudge-home"
+        home.mkdir(exist_ok=True)
+        return home
     return tmp_path_factory.mktemp("kjudge-home")
+
+
+@pytest.fixture(scope="session")
+def kjudge_toolchain(kjudge_home: Path) -> Path:
+    """The session home with its precompiled torch header and CPU lite runtime built, as a
+    worker's start-up builds them (evaluator.build.prepare_toolchain, in this trusted process):
+    tests that time or kill a C++ build need not run a throwaway candidate first to pay for
+    them. Free when an earlier test of the session already built them."""
+    from evaluator.build import prepare_toolchain
+
+    prepare_toolchain(kjudge_home / "cache" / "native")  # evaluator.api._native_cache
+    return kjudge_home

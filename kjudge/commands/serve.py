@@ -98,15 +98,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stop_worker(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
-    """Warm shutdown (the current evaluation finishes), then a kill after grace_s."""
-    if proc.poll() is not None:
-        return
-    # The launcher forwards SIGTERM to its Celery children (a warm shutdown for each).
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    """Warm shutdown (the current evaluation finishes), then a kill after grace_s; then whatever
+    is left of the worker's session."""
     if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the launcher's session holds every worker process
-        proc.wait()
+        # The launcher forwards SIGTERM to its Celery children (a warm shutdown for each).
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+    # The launcher's session holds every worker process and what they started. A warm shutdown
+    # ends the Celery processes, not a compiler their start-up began (the compile pool builds
+    # the precompiled header in a thread: g++ runs on for a minute after its parent is gone),
+    # so anything still in the session now is an orphan of this serve: stop it with serve.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -16,8 +16,14 @@ from evaluator.result import Backend, Target
 
 
 @pytest.fixture(scope="session")
-def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kjudge-build-cache")
+def build_cache(kjudge_home: Path) -> Path:
+    """The session home's native cache (evaluator.api._native_cache of its cache dir), not a
+    private one: the precompiled header and the lite runtime (~75 s on 2 cores) are then built
+    once per session, not once more here. Every build test compiles a source of its own (or one
+    made distinct with a timestamp), so no test here finds another suite's module."""
+    native = kjudge_home / "cache" / "native"
+    native.mkdir(parents=True, exist_ok=True)
+    return native
 
 
 @pytest.fixture(scope="session")

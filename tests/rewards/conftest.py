@@ -49,8 +49,10 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server(kjudge_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = kjudge_home  # the session's builds and precompiled header are shared with other suites
+def server(kjudge_toolchain: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # The session's builds and precompiled header are shared with other suites, and built before
+    # serve starts: its compile pool would otherwise build them while the first candidates wait.
+    home = kjudge_toolchain
     pid = seed_problem(home, (EXAMPLES / "problem.py").read_text(), PROBLEM_NAME)
     with serve(home, tmp_path_factory.mktemp("rewards") / "serve.log") as served:
         yield Server(url=served.url, problem=PROBLEM_NAME, problem_id=pid, log=served.log_path)

@@ -37,10 +37,12 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes], 
 
 @pytest.fixture()
 def served_shared_builds(
-    tmp_path: Path, kjudge_home: Path
+    tmp_path: Path, kjudge_toolchain: Path
 ) -> Iterator[tuple[str, str, subprocess.Popen[bytes], Path]]:
-    """As `served`, but the build cache is the session's: the precompiled header and the lite
-    runtimes are not built again (the test above pays for a first run's)."""
+    """As `served`, but the build cache is the session's, its precompiled header and CPU lite
+    runtime built before serve starts (kjudge_toolchain): not built again (the test above pays
+    for a first run's), nor while the first candidate waits."""
+    kjudge_home = kjudge_toolchain
     home = tmp_path / "home"
     pid = _seed_problem(home)
     (kjudge_home / "cache").mkdir(parents=True, exist_ok=True)
