@@ -8,9 +8,10 @@ split keeps apart what must not overlap:
 - the Redis lane: every test that uses the Redis on 127.0.0.1:6379 (tests/api, most of
   tests/service) runs in this one session, in order, because tests/service/test_worker_e2e.py
   restarts that Redis; any test file not named below runs here too, so none is left out;
-- the no-Redis lane: the sandbox, integrity, problem-library and reward suites, and the
-  service tests that bring their own services (embedded `kjudge serve`, the multi-host test's
-  private PostgreSQL and Redis): none of them talks to the shared Redis;
+- the no-Redis lane: the sandbox, evaluator, integrity and reward suites, and the service tests
+  that bring their own services (embedded `kjudge serve`, the multi-host test's private
+  PostgreSQL and Redis): none of them talks to the shared Redis. The two lanes take about as
+  long (measured: the Redis lane with the evaluator suite ran 6 minutes longer than this one);
 - last, alone: the tests whose assertions depend on the host being otherwise idle while they
   time (a CPU timing taken while more than half a core of other work runs is `contended`, and a
   contended baseline is neither cached nor trusted: test_eval_cpu asserts a cached baseline,
@@ -44,16 +45,17 @@ QUIET = [
 NO_REDIS = [
     "tests/adversarial",
     "tests/bench",
+    "tests/evaluator",
     "tests/integrity",
-    "tests/problems",
     "tests/rewards",
     "tests/service/test_dashboard_browser.py",
     "tests/service/test_multihost.py",
     "tests/service/test_serve_embedded.py",
     "tests/test_layering.py",
     "tests/test_progress.py",
+    *(f"--ignore={path}" for path in QUIET),
 ]
-SHARED_REDIS = ["tests", *(f"--ignore={path}" for path in QUIET + NO_REDIS)]
+SHARED_REDIS = ["tests", *(f"--ignore={path}" for path in QUIET + NO_REDIS if not path.startswith("-"))]
 
 
 def _start(name: str, paths: list[str], options: list[str], env: dict[str, str], logs: Path):
