@@ -259,6 +259,19 @@ def stage_medians(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def probe_row(row: dict[str, Any], kinds: dict[str, Candidate]) -> dict[str, Any]:
+    """One empty-queue probe as it went: its language (compile p50s are read per language) and
+    every duration the result reports."""
+    c = kinds.get(row.get("id", ""))
+    return {
+        "language": c.language if c else None,
+        "kind": c.kind if c else None,
+        "verdict": row.get("verdict"),
+        "latency_s": latency(row),
+        "durations_s": (row.get("result") or {}).get("durations_s") or {},
+    }
+
+
 def verdict_table(rows: list[dict[str, Any]], kinds: dict[str, Candidate]) -> dict[str, Any]:
     by_kind: dict[str, dict[str, int]] = {}
     unexpected = []
@@ -412,6 +425,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             "p50_s": pct(empty_lat, 0.5),
             "p95_s": pct(empty_lat, 0.95),
             "stages_median_s": stage_medians(empty_rows),
+            "probes": [probe_row(r, kinds) for r in empty_rows],
         },  # fmt: skip
         "backlog": {
             "submitted": len(sids),
