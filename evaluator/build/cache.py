@@ -34,13 +34,14 @@ def module_dir(cache_dir: Path, key: str) -> Path:
 
 
 def lookup(cache_dir: Path, key: str) -> BuildOutput | None:
-    """The published build for `key`, or None. Only complete (renamed-into-place) builds exist."""
+    """The published build for `key` (a module, or a compile error remembered by
+    publish_failure), or None. Only complete (renamed-into-place) records exist."""
     meta = module_dir(cache_dir, key) / "build.json"
     try:
         out = BuildOutput.model_validate_json(meta.read_text())
     except (OSError, ValueError):
         return None
-    if out.module_path is None or not out.module_path.exists():
+    if out.ok and (out.module_path is None or not out.module_path.exists()):
         return None
     return out.model_copy(update={"cached": True, "seconds": 0.0})
 
@@ -77,6 +78,18 @@ def publish(staged: Path, cache_dir: Path, key: str, output: BuildOutput) -> Bui
             raise
         return existing.model_copy(update={"cached": False, "seconds": output.seconds, "log": output.log})
     return relocated
+
+
+def publish_failure(cache_dir: Path, key: str, output: BuildOutput) -> BuildOutput:
+    """Remember that `key` does not compile (a compile error is a function of the spec and the
+    toolchain, both in the key), atomically as publish does; a record already there wins."""
+    assert not output.ok and not output.transient
+    with staging_dir(cache_dir, key) as staged:
+        (staged / "build.json").write_text(output.model_dump_json(indent=1))
+        # Another worker may have published first: its record is as good.
+        with contextlib.suppress(OSError):
+            os.rename(staged, module_dir(cache_dir, key))
+    return output
 
 
 @contextlib.contextmanager

@@ -38,6 +38,10 @@ _MISSING_DECLARATION = re.compile(
     r"no instance of (?:overloaded )?function \"(?:torch|at|c10)::|no matching function for call to '(?:torch|at|c10)::"
 )
 
+# A failure that says nothing about the source (what _compile reports for a timeout, a missing
+# tool or a killed compiler): such a build is not remembered as failed.
+_TRANSIENT_FAILURE = re.compile(r"^(compiler timed out after|could not run |compiler killed by signal)", re.M)
+
 
 class _Deadline:
     def __init__(self, seconds: float) -> None:
@@ -118,6 +122,8 @@ def _compile(cmd: list[str], timeout_s: float) -> tuple[bool, str]:
         return False, f"compiler timed out after {timeout_s:.0f}s\n"
     except OSError as exc:
         return False, f"could not run {cmd[0]}: {exc}\n"
+    if proc.returncode < 0:  # killed (the memory cap, say): the host's state, not the source's
+        return False, proc.stdout + proc.stderr + f"\ncompiler killed by signal {-proc.returncode}\n"
     return proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -247,17 +253,23 @@ def compile_to(
         objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
         log += _format_log(results)
     if not all(ok for ok, _ in results.values()):
+        failed = "".join(text for ok, text in results.values() if not ok)
         return BuildOutput(
             ok=False,
             log=log,
             seconds=time.monotonic() - start,
             message="compilation failed; see logs.compile",
+            transient=_TRANSIENT_FAILURE.search(failed) is not None,
         )
     ok, module_path, link_log = _link(spec, units, objects, work, deadline)
     log += link_log
     if not ok:
         return BuildOutput(
-            ok=False, log=log, seconds=time.monotonic() - start, message="linking failed; see logs.compile"
+            ok=False,
+            log=log,
+            seconds=time.monotonic() - start,
+            message="linking failed; see logs.compile",
+            transient=_TRANSIENT_FAILURE.search(link_log) is not None,
         )
     return BuildOutput(
         ok=True,
@@ -315,4 +327,8 @@ def build_spec(
         left = max(1.0, timeout_s - (time.monotonic() - start - pch_s))
         out = compile_to(spec, work, pch_dir=pch_dir, timeout_s=left, jobs=jobs, lite_dir=lite_dir)
         out = out.model_copy(update={"log": log + out.log, "seconds": time.monotonic() - start})
-        return cache.publish(work, cache_dir, key, out) if out.ok else out
+        if out.ok:
+            return cache.publish(work, cache_dir, key, out)
+        # The same spec fails the same way: the run of a candidate whose build failed ahead of
+        # it (evaluator/build/ahead.py) reports the error from here instead of compiling again.
+        return out if out.transient else cache.publish_failure(cache_dir, key, out)

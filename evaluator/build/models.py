@@ -24,6 +24,10 @@ class BuildOutput(BaseModel):
     refused: str | None = Field(
         default=None, description="set when no sandbox could be made: nothing was compiled"
     )
+    transient: bool = Field(
+        default=False,
+        description="failed for the host's sake (a timeout, a killed compiler), not the source's",
+    )
 
 
 class UnitKind(StrEnum):

@@ -61,3 +61,15 @@ def test_publish_copies_a_module_built_outside_the_cache(tmp_path: Path) -> None
         )
     assert out.module_path == tmp_path / "c" / "modules" / "k" / "m.so"
     assert out.module_path.read_bytes() == b"x"
+
+
+def test_a_remembered_compile_error_is_returned_as_it_was(tmp_path: Path) -> None:
+    failed = BuildOutput(ok=False, log="main.cpp:3: error: expected ';'", message="compilation failed")
+    cache.publish_failure(tmp_path, "bad", failed)
+    hit = cache.lookup(tmp_path, "bad")
+    assert hit is not None and not hit.ok and hit.cached
+    assert hit.log == failed.log and hit.message == failed.message
+    assert not list((tmp_path / "modules").glob(".tmp-*"))  # nothing staged is left behind
+    # A second record for the same key (another worker) keeps the first.
+    cache.publish_failure(tmp_path, "bad", failed.model_copy(update={"log": "other"}))
+    assert cache.lookup(tmp_path, "bad").log == failed.log  # type: ignore[union-attr]

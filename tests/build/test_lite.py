@@ -214,11 +214,67 @@ def test_what_the_lite_api_lacks_is_built_with_pytorchs_headers(
     torch.testing.assert_close(load_module(out).forward(x, 2.0, 0, False), x * 2)
 
 
+SHAPE_CHECKS = r"""
+#include <torch/extension.h>
+#include <vector>
+
+// What kernels' host code checks shapes with (rms_norm's `residual->sizes() == x.sizes()`,
+// which once sent every such candidate to the 20 s regular build).
+torch::Tensor forward(torch::Tensor x, torch::Tensor y) {
+    TORCH_CHECK(x.sizes() == y.sizes(), "shapes differ: ", x.sizes(), " vs ", y.sizes());
+    std::vector<int64_t> shape = x.sizes().vec();
+    TORCH_CHECK(shape == x.sizes() && x.sizes() == shape && !(x.sizes() != y.sizes()));
+    TORCH_CHECK(x.sizes().slice(1).equals(y.sizes().slice(1, x.dim() - 1)) && x.sizes().at(0) == x.size(0));
+    return x;
+}
+"""
+
+
+def test_shape_comparisons_build_lite(build_cache: Path, cpu_target: Target) -> None:
+    source = SHAPE_CHECKS + f"// {time.time_ns()}\n"
+    spec = plan_inline(cpu_target, f"shapes_{time.time_ns()}", [source], [], {"forward": ""}, **FLAGS)
+    out = build_spec(spec, build_cache)
+    assert out.ok and LITE_NOTE in out.log, out.log
+    module = load_module(out)
+    x = torch.randn(2, 3)
+    assert module.forward(x, torch.randn(2, 3)) is not None
+    with pytest.raises(RuntimeError, match=r"shapes differ: \[2, 3\] vs \[3, 2\]"):
+        module.forward(x, torch.randn(3, 2))
+
+
 def test_a_compile_error_is_reported_from_the_regular_build(build_cache: Path, cpu_target: Target) -> None:
     broken = API_TOUR.replace("return out;", "return out") + f"// {time.time_ns()}\n"
     out = build_native(broken, Language.CPP, "forward", cpu_target, build_cache)  # sandboxed
     assert not out.ok and out.message == "compilation failed; see logs.compile"
     assert "error: expected" in out.log and "return out" in out.log and "kjudge_lite" not in out.log, out.log
+
+
+def test_a_load_inline_compile_error_is_remembered_and_a_timeout_is_not(
+    build_cache: Path, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run of a KernelBench candidate whose build failed in the compile stage reports the
+    error from the cache (it held a GPU for 42 s compiling it again on the H100)."""
+    from evaluator.build import engine
+
+    broken = SHAPE_CHECKS.replace("return x;", "return x") + f"// {time.time_ns()}\n"
+    spec = plan_inline(cpu_target, f"broken_{time.time_ns()}", [broken], [], {"forward": ""}, **FLAGS)
+    first = build_spec(spec, build_cache)
+    assert not first.ok and not first.cached and "error: expected" in first.log, first.log
+
+    def no_compiler(*args: object, **kwargs: object) -> BuildOutput:
+        raise AssertionError("the remembered compile error was compiled again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(engine, "compile_to", no_compiler)
+        again = build_spec(spec, build_cache)
+    assert not again.ok and again.cached and again.log == first.log and again.message == first.message
+
+    # A compiler that ran out of time says nothing about the source: the next try compiles.
+    slow = plan_inline(cpu_target, f"slow_{time.time_ns()}", [SHAPE_CHECKS], [], {"forward": ""}, **FLAGS)
+    timed_out = build_spec(slow, build_cache, timeout_s=0.01)
+    assert not timed_out.ok and timed_out.transient and "timed out" in timed_out.log, timed_out.log
+    later = build_spec(slow, build_cache)
+    assert later.ok and not later.cached, later.log
 
 
 def test_load_inline_sources_get_a_lite_unit(

@@ -122,6 +122,18 @@ class ArrayRef {
     const T& operator[](size_t i) const { return data_[i]; }
     const T& front() const { return data_[0]; }
     const T& back() const { return data_[size_ - 1]; }
+    const T& at(size_t i) const {
+        if (i >= size_) throw std::out_of_range("ArrayRef: index out of range");
+        return data_[i];
+    }
+    bool equals(ArrayRef other) const {
+        if (size_ != other.size_) return false;
+        for (size_t i = 0; i < size_; ++i)
+            if (!(data_[i] == other.data_[i])) return false;
+        return true;
+    }
+    ArrayRef slice(size_t start, size_t length) const { return ArrayRef(data_ + start, length); }
+    ArrayRef slice(size_t start) const { return slice(start, size_ - start); }
     std::vector<T> vec() const { return std::vector<T>(data_, data_ + size_); }
     operator std::vector<T>() const { return vec(); }  // NOLINT
 
@@ -130,6 +142,20 @@ class ArrayRef {
     size_t size_ = 0;
 };
 using IntArrayRef = ArrayRef<int64_t>;
+
+// As c10's: `a.sizes() == b.sizes()` (and against a std::vector) compares the elements.
+template <typename T>
+bool operator==(ArrayRef<T> a, ArrayRef<T> b) { return a.equals(b); }
+template <typename T>
+bool operator!=(ArrayRef<T> a, ArrayRef<T> b) { return !a.equals(b); }
+template <typename T>
+bool operator==(const std::vector<T>& a, ArrayRef<T> b) { return ArrayRef<T>(a).equals(b); }
+template <typename T>
+bool operator!=(const std::vector<T>& a, ArrayRef<T> b) { return !ArrayRef<T>(a).equals(b); }
+template <typename T>
+bool operator==(ArrayRef<T> a, const std::vector<T>& b) { return a.equals(ArrayRef<T>(b)); }
+template <typename T>
+bool operator!=(ArrayRef<T> a, const std::vector<T>& b) { return !a.equals(ArrayRef<T>(b)); }
 
 template <class Stream>
 Stream& operator<<(Stream& os, IntArrayRef a) {
