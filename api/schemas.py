@@ -94,8 +94,11 @@ class SubmissionOut(BaseModel):
     speedup_vs_eager: float | None = None
     median_ms: float | None = None
     source: str | None = Field(default=None, description="only with ?include_source=true")
+    # Left to right: a stored result is read as a Result (the SDK's `sub.result.profile`); smart
+    # mode took the plain dict for every one, as the exact match for JSON. The dict is for a
+    # result stored by an older kjudge that today's Result no longer reads.
     result: Result | dict[str, Any] | None = Field(
-        default=None, description="the evaluator's Result once done"
+        default=None, union_mode="left_to_right", description="the evaluator's Result once done"
     )
 
 

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from api.app import create_app
 from db.migrate import head_revision
 from db.models import ResultRow, Submission
+from evaluator.result import Result
 from kjudge import AsyncClient, Client, KjudgeError
 from tests.api.conftest import CPP_SOURCE, RELU_ID, make_settings, new_key, queued_ids, serve_app
 
@@ -53,6 +54,8 @@ def test_sync_client(live_url, db, rds):
         done = kj.wait(ref.id, timeout=20)
         timer.join()
         assert done.status == "done" and done.verdict == "correct" and done.result is not None
+        # Typed, not a plain dict: `sub.result.profile`, `.speedup` as the SDK's docs say.
+        assert isinstance(done.result, Result) and done.result.verdict == "correct", done.result
 
         batch = kj.submit_many(
             [

@@ -69,14 +69,14 @@ def test_results_carry_feedback_for_each_verdict(kjudge_env) -> None:
         by_verdict = {
             s.verdict: s.result for s in kj.results(problem_id=kjudge_env.problem_id, include_result=True)
         }
-    compile_fb = by_verdict["compile_error"]["feedback"]
+    compile_fb = by_verdict["compile_error"].feedback
     assert "line 5:" in compile_fb and "return y;" in compile_fb, compile_fb  # the candidate's own line
-    incorrect_fb = by_verdict["incorrect"]["feedback"]
+    incorrect_fb = by_verdict["incorrect"].feedback
     assert "first mismatch at output[" in incorrect_fb and "expected 0.0" in incorrect_fb, incorrect_fb
     assert "atol=0.01" in incorrect_fb, incorrect_fb
-    hack_fb = by_verdict["rejected"]["feedback"]
+    hack_fb = by_verdict["rejected"].feedback
     assert "Flag reference_op_called:" in hack_fb and "reference's own PyTorch operator" in hack_fb, hack_fb
-    correct_fb = by_verdict["correct"]["feedback"]
+    correct_fb = by_verdict["correct"].feedback
     assert "speedup vs eager" in correct_fb, correct_fb
     for text in (compile_fb, incorrect_fb, hack_fb, correct_fb):
         assert "/tmp/" not in text and str(kjudge_env.log.parent) not in text and len(text) <= 2000
