@@ -30,8 +30,9 @@ RUN_LOG_LINES = 6
 FLAG_SENTENCES: dict[str, str] = {
     "reference_op_called": "the kernel ran the reference's own PyTorch operator instead of computing the "
     "result itself; implement the operation in your kernel (no torch fallback, also not in a try/except).",
-    "side_stream_work": "outputs were still changing after the call returned: work on a side stream or "
-    "thread escapes timing; launch everything on the current stream and finish before returning.",
+    "side_stream_work": "the outputs were written by work the caller's stream does not order (a side "
+    "stream or a host thread), which escapes timing; launch everything on the current stream "
+    "(at::cuda::getCurrentCUDAStream()) and finish before returning.",
     "output_aliases_input": "an output shares memory with an input; allocate and return a new tensor.",
     "input_modified": "the kernel wrote into its inputs; leave inputs untouched and write to new outputs.",
     "monkey_patched": "the submission replaced functions of torch, the timer or the checker; do not patch "

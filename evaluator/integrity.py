@@ -67,8 +67,8 @@ REJECTING_FLAGS: frozenset[str] = frozenset(
 
 MESSAGES: dict[str, str] = {
     REFERENCE_OP_CALLED: "the candidate runs the reference's PyTorch operators instead of its own kernel",
-    SIDE_STREAM_WORK: "outputs were still being written after the call returned (work on a side "
-    "stream or thread escapes the caller's stream and the timer)",
+    SIDE_STREAM_WORK: "the outputs were written by work the caller's stream does not order (a side "
+    "stream or a host thread): it escapes the caller's stream and the timer",
     OUTPUT_ALIASES_INPUT: "an output shares memory with an input (returned an input or a view of one)",
     INPUT_MODIFIED: "the candidate modified its inputs in place",
     MONKEY_PATCHED: "the candidate replaced functions of torch, the timer or the checker",
@@ -485,6 +485,51 @@ def _sync_all(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+# The caller's stream is held this long (GPU clock cycles: ~50 ms at 2 GHz) while the candidate
+# is called: long beside any launch and the host wait below, short beside the checks' budget.
+HOLD_CYCLES = 100_000_000
+_HOLD_POLLS_S = (0.002, 0.01, 0.03)
+
+
+def check_unordered_work(
+    candidate: Callable[..., Any],
+    inputs: Sequence[Any],
+    expected: Sequence[torch.Tensor],
+    device: torch.device,
+    atol: float = 1e-2,
+    rtol: float = 1e-2,
+) -> list[str]:
+    """side_stream_work, whatever the kernel's size: the caller's stream is held busy by a spin
+    kernel while the candidate is called. Work ordered on that stream (the legacy default stream,
+    torch's current stream, a stream that waits on it) cannot write before the spin ends; outputs
+    that already hold the expected values, read meanwhile from a stream that waits for nothing,
+    were written by work the caller's stream does not order: a side stream or a host thread.
+    KernelBench's side-stream case finished its 3 us kernel long before the escaping-work check
+    looked. If the call itself waits for the spin (it synchronizes), nothing is concluded."""
+    if device.type != "cuda":
+        return []
+    _sync_all(device)
+    for size in sorted({t.untyped_storage().nbytes() for t in expected}, reverse=True):
+        poison_free_memory(device, float("nan"), size)  # unwritten outputs read as NaN, not stale values
+    held = torch.cuda.current_stream(device)
+    torch.cuda._sleep(HOLD_CYCLES)
+    outputs = candidate(*inputs)
+    reader = torch.cuda.Stream(device)
+    early = False
+    for wait_s in _HOLD_POLLS_S:
+        time.sleep(wait_s)
+        if held.query():
+            break  # the spin is over (or the call waited for it): inconclusive from here on
+        with torch.cuda.stream(reader):
+            seen = [t.detach().clone() for t in tensors_of(outputs)]
+        reader.synchronize()
+        if not held.query() and len(seen) == len(expected) and close(seen, expected, atol, rtol):
+            early = True
+            break
+    _sync_all(device)
+    return [SIDE_STREAM_WORK] if early else []
+
+
 def check_escaping_work(outputs: Any, device: torch.device, settle_s: float = 0.05) -> list[str]:
     """After the call returned and the caller's stream is drained, the outputs must be final.
     Snapshot them, let any other stream / host thread finish, and compare."""
@@ -688,6 +733,11 @@ def run_checks(
     escape_inputs = clone_all(pristine)
     report.add(check_escaping_work(candidate(*escape_inputs), device))
     del escape_inputs
+    if device.type == "cuda":
+        held_inputs = make_inputs(seeds[0] + 7)
+        held_expected = clone_all(reference(*held_inputs))
+        report.add(check_unordered_work(candidate, held_inputs, held_expected, device, atol, rtol))
+        del held_inputs, held_expected
     ref_out_a, ref_prof = profile_call(functools.partial(reference, *pristine), device)
     report.add(check_aliasing(out_a, inputs_a, ref_out_a, pristine))
     report.add(
