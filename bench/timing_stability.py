@@ -229,7 +229,10 @@ def main(argv: list[str]) -> int:
         "statistic": "max/min over repetitions of each method's median (ms); kjudge: Result.timing.median_ms",
         "headline": {
             "max_spread_over_50us": worst(0.05, float("inf")),
-            "max_spread_5_to_50us": worst(0.0, 0.05),
+            "max_spread_5_to_50us": worst(0.005, 0.05),
+            # The tiers start at 5 us; a kernel below them (relu 16x16384, ~3 us on an
+            # H200) is reported on its own, not dropped and not counted in the 5-50 us figure.
+            "max_spread_below_5us": worst(0.0, 0.005),
             "kernels_where_a_peer_is_more_stable": peers_worse,
         },
         "targets": {"max_spread_over_50us": 1.03, "max_spread_5_to_50us": 1.10},
