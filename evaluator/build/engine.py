@@ -97,7 +97,7 @@ def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> 
             source=source,
             output=output,
             target=spec.target,
-            cxx_std=info.cxx_std,
+            cxx_std=lite.CUDA_CXX_STD if unit.lite else info.cxx_std,
             includes=includes + cuda.include_flags(),
             defines=defines,
             extra=extra,
