@@ -82,11 +82,16 @@ def _own_basetemp(options: list[str], name: str) -> list[str]:
     out, rest = [], iter(options)
     for option in rest:
         if option == "--basetemp":
-            out.append(f"--basetemp={Path(next(rest, '.')) / name}")
+            base = Path(next(rest, "."))
         elif option.startswith("--basetemp="):
-            out.append(f"--basetemp={Path(option.split('=', 1)[1]) / name}")
+            base = Path(option.split("=", 1)[1])
         else:
             out.append(option)
+            continue
+        # pytest makes its basetemp but not the folders above it: without this, a --basetemp
+        # that does not exist yet errors every test that takes tmp_path.
+        base.mkdir(parents=True, exist_ok=True)
+        out.append(f"--basetemp={base / name}")
     return out
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,7 +65,11 @@ def wait_final(
 def test_submit_reaches_done_with_the_evaluators_verdict(
     api: TestClient, problem_id: str, rows: Rows, start_worker: Callable[..., WorkerProcess]
 ) -> None:
+    """One worker, started once (seconds of CPU each time), for the plain paths: it registers and
+    heartbeats, evaluates, reports a submission kjudge cannot load as `error`, and goes offline
+    when stopped."""
     worker = start_worker()
+    first = _check_registered(rows, worker)
     good = submit(api, problem_id, CORRECT, metadata={"model": "m1", "run_id": "r1"})
     bad = submit(api, problem_id, WRONG)
     profiled = submit(api, problem_id, CORRECT, profile=True)
@@ -93,6 +96,11 @@ def test_submit_reaches_done_with_the_evaluators_verdict(
         row = rows.row(sid)
         assert row["attempts"] == 1 and row["worker"].endswith(":cpu") and row["lease_expires_at"] is None
         assert rows.result_count(sid) == 1
+
+    _check_unloadable_is_an_error(api, rows, worker)
+    wait_for(lambda: _registered(rows)[3] > first[3], 10, "a heartbeat", worker.log_tail)
+    worker.stop()
+    assert _registered(rows)[2] == "offline" and _registered(rows, "compile")[2] == "offline"
 
 
 def test_duplicate_messages_produce_one_evaluation(
@@ -156,9 +164,7 @@ def test_redis_restart_with_submissions_queued_loses_none(
         ensure_redis()
 
 
-def test_a_submission_kjudge_cannot_load_ends_in_error_with_the_reason(
-    api: TestClient, rows: Rows, start_worker: Callable[..., WorkerProcess]
-) -> None:
+def _check_unloadable_is_an_error(api: TestClient, rows: Rows, worker: WorkerProcess) -> None:
     # A stored problem whose source no longer parses (the API validates problems, so only a
     # damaged database gets here): kjudge's own failure, kept as `error` with the reason.
     broken = rows.problem("import torch\nclass Model(:\n", "broken")
@@ -167,32 +173,27 @@ def test_a_submission_kjudge_cannot_load_ends_in_error_with_the_reason(
     from core.publish import CeleryEnqueuer
 
     CeleryEnqueuer(make_app(api.app.state.settings)).enqueue([(sid, "eval.cpu")])
-    worker = start_worker()
     done = wait_final(api, sid, worker, timeout_s=90)
     assert done["status"] == "error" and done["verdict"] is None
     assert "syntax error" in done["message"], done["message"]
     assert rows.result_count(sid) == 0
 
 
-def test_worker_registers_and_heartbeats(
-    rows: Rows, start_worker: Callable[..., WorkerProcess], tmp_path: Path
-) -> None:
+def _registered(rows: Rows, stage: str = "cpu") -> Any:
     import sqlalchemy as sa
 
-    worker = start_worker()
+    with rows.engine.connect() as conn:
+        return conn.execute(
+            sa.text("SELECT id, queue, status, last_seen FROM workers WHERE id LIKE :id"),
+            {"id": f"%:{stage}"},
+        ).first()
 
-    def registered(stage: str = "cpu") -> Any:
-        with rows.engine.connect() as conn:
-            return conn.execute(
-                sa.text("SELECT id, queue, status, last_seen FROM workers WHERE id LIKE :id"),
-                {"id": f"%:{stage}"},
-            ).first()
 
-    # The pipelined host: a compile pool on the API's queues, a run stage on its host's run queue.
-    first = wait_for(registered, 60, "the worker to register", worker.log_tail)
+def _check_registered(rows: Rows, worker: WorkerProcess) -> Any:
+    """The pipelined host registers a compile pool on the API's queues and a run stage on its
+    host's run queue; returns the run stage's row."""
+    first = wait_for(lambda: _registered(rows), 60, "the worker to register", worker.log_tail)
     assert first[0].endswith(":cpu") and first[1].startswith("run.") and ".cpu." in first[1]
-    pool = wait_for(lambda: registered("compile"), 60, "the compile pool to register", worker.log_tail)
+    pool = wait_for(lambda: _registered(rows, "compile"), 60, "the compile pool to register", worker.log_tail)
     assert "eval.cpu" in pool[1] and "eval.any" in pool[1]
-    wait_for(lambda: registered()[3] > first[3], 10, "a heartbeat", worker.log_tail)
-    worker.stop()
-    assert registered()[2] == "offline" and registered("compile")[2] == "offline"
+    return first

@@ -137,14 +137,19 @@ def _parent(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def test_compiles_run_ahead_of_the_run_stage(
+def test_compiles_run_ahead_and_losers_are_never_timed_or_run(
     rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
 ) -> None:
+    """One pipelined worker takes a stream of three correct candidates, then an incorrect one and
+    one that does not compile (one stream: each worker started costs seconds of CPU)."""
     worker = start_worker()
 
-    sids = [submit(rows, problem_id, distinct(RELU, f"stream {k}")) for k in range(4)]
+    # Three correct jobs give two consecutive pairs to overlap: enough to see the pipeline.
+    sids = [submit(rows, problem_id, distinct(RELU, f"stream {k}")) for k in range(3)]
+    wrong = submit(rows, problem_id, distinct(INCORRECT, "incorrect"))
+    broken = submit(rows, problem_id, distinct(COMPILE_ERROR, "compile error"))
     done = [final(rows, sid, worker) for sid in sids]
-    assert [d["verdict"] for d in done] == ["correct"] * 4, [d["message"] for d in done]
+    assert [d["verdict"] for d in done] == ["correct"] * 3, [d["message"] for d in done]
     order = sorted(done, key=lambda d: d["started_at"])  # the compile pool's claim order
     for k in range(len(order) - 1):
         # The compile of job k+1 started while job k was still in its run stage.
@@ -154,26 +159,7 @@ def test_compiles_run_ahead_of_the_run_stage(
         assert durations["compile"] > 0.5  # really compiled by the pool (a new hash each)...
         assert "gpu_stage" in durations  # ...and evaluated by the run stage it was handed to
 
-
-def test_the_serial_worker_does_not_overlap(
-    rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
-) -> None:
-    """The same stream without the pipeline: the ordering above fails, so it measures something."""
-    worker = start_worker("--serial")
-    sids = [submit(rows, problem_id, distinct(RELU, f"serial {k}")) for k in range(3)]
-    order = sorted((final(rows, sid, worker) for sid in sids), key=lambda d: d["started_at"])
-    for k in range(len(order) - 1):
-        assert order[k + 1]["started_at"] >= order[k]["finished_at"]
-
-
-def test_verdicts_without_timing_or_without_a_run(
-    rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
-) -> None:
-    worker = start_worker()
-    wrong = submit(rows, problem_id, distinct(INCORRECT, "incorrect"))
-    broken = submit(rows, problem_id, distinct(COMPILE_ERROR, "compile error"))
     done_wrong, done_broken = final(rows, wrong, worker), final(rows, broken, worker)
-
     assert done_wrong["verdict"] == "incorrect"
     incorrect = result_of(rows, wrong)
     assert incorrect["timing"] is None and incorrect["speedup"] is None  # never timed
@@ -184,6 +170,18 @@ def test_verdicts_without_timing_or_without_a_run(
     assert broken_result["logs"]["compile"] and broken_result["timing"] is None
     # Decided by the compile pool: no run stage ever held it.
     assert done_broken["worker"].endswith(":compile") and "gpu_stage" not in broken_result["durations_s"]
+
+
+def test_the_serial_worker_does_not_overlap(
+    rows: Rows, problem_id: str, start_worker: Callable[..., WorkerProcess]
+) -> None:
+    """The same stream without the pipeline: the ordering above fails, so it measures something."""
+    worker = start_worker("--serial")
+    # Two jobs are one pair: the pipeline would overlap it, the serial worker must not.
+    sids = [submit(rows, problem_id, distinct(RELU, f"serial {k}")) for k in range(2)]
+    order = sorted((final(rows, sid, worker) for sid in sids), key=lambda d: d["started_at"])
+    for k in range(len(order) - 1):
+        assert order[k + 1]["started_at"] >= order[k]["finished_at"]
 
 
 def test_a_killed_compile_process_ends_in_exactly_one_verdict(

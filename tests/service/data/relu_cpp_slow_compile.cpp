@@ -2,7 +2,8 @@
 #include <torch/extension.h>
 
 // Slow to compile on purpose (~1 s of g++ constexpr evaluation per line): the service tests
-// kill the worker while this is compiling.
+// kill the worker while this is compiling, 2 s after it starts; five lines leave seconds of
+// margin on a quiet host, and each line more is a second more of both compiles.
 constexpr unsigned long long burn(unsigned long long n, unsigned long long s) {
     unsigned long long x = s;
     for (unsigned long long i = 0; i < n; ++i) x = x * 6364136223846793005ULL + i;
@@ -13,9 +14,6 @@ static_assert(burn(250000ULL, 2ULL) != 7);
 static_assert(burn(250000ULL, 3ULL) != 7);
 static_assert(burn(250000ULL, 4ULL) != 7);
 static_assert(burn(250000ULL, 5ULL) != 7);
-static_assert(burn(250000ULL, 6ULL) != 7);
-static_assert(burn(250000ULL, 7ULL) != 7);
-static_assert(burn(250000ULL, 8ULL) != 7);
 
 torch::Tensor forward(torch::Tensor x) {
     TORCH_CHECK(x.device().is_cpu(), "relu_cpp expects a CPU tensor");
