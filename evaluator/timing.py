@@ -618,6 +618,10 @@ def _side_stream_check(
             sync_stats.method = METHOD_PER_CALL
             sync_stats.launch_overhead_us = stats.launch_overhead_us
             return sync_stats
+        # The host clock saw the GPU busy beyond this call's own work, and the control op saw
+        # it too: another process shares the device. The measurement is repeated, and said to be
+        # disturbed if it still is.
+        stats.contended = True
     return stats
 
 
