@@ -80,8 +80,21 @@ def cuda_enabled() -> bool:
     return setting == "1" or _torch_built_with_cuda()
 
 
-@lru_cache(maxsize=1)
+_given_cuda: bool | None = None
+
+
+def use_torch_cuda(built_with_cuda: bool) -> None:
+    """Take the fact from the trusted parent (a child that must not import torch)."""
+    global _given_cuda
+    _given_cuda = built_with_cuda
+
+
 def _torch_built_with_cuda() -> bool:
+    return _given_cuda if _given_cuda is not None else _read_torch_built_with_cuda()
+
+
+@lru_cache(maxsize=1)
+def _read_torch_built_with_cuda() -> bool:
     import torch
 
     return torch.version.cuda is not None

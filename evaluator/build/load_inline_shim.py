@@ -310,6 +310,41 @@ def _rocm_passthrough(
     return original(*bound.args, **bound.kwargs)
 
 
+def inline_spec(target: Target, a: dict[str, Any]) -> BuildSpec:
+    """The BuildSpec of a load_inline call, from its bound arguments (name -> value)."""
+    functions = a.get("functions")
+    if isinstance(functions, str):
+        functions = [functions]
+    if isinstance(functions, list | tuple):
+        functions = {f: f for f in functions}
+    return plan_inline(
+        target,
+        a["name"],
+        _as_list(a.get("cpp_sources")),
+        _as_list(a.get("cuda_sources")),
+        functions,
+        extra_cflags=_as_list(a.get("extra_cflags")),
+        extra_cuda_cflags=_as_list(a.get("extra_cuda_cflags")),
+        extra_ldflags=_as_list(a.get("extra_ldflags")),
+        extra_include_paths=_as_list(a.get("extra_include_paths")),
+        with_pytorch_error_handling=a.get("with_pytorch_error_handling", True),
+        no_implicit_headers=a.get("no_implicit_headers", False),
+    )
+
+
+def load_spec(target: Target, a: dict[str, Any]) -> BuildSpec:
+    """The BuildSpec of a load call, from its bound arguments."""
+    return plan_load(
+        target,
+        a["name"],
+        _as_list(a.get("sources")),
+        extra_cflags=_as_list(a.get("extra_cflags")),
+        extra_cuda_cflags=_as_list(a.get("extra_cuda_cflags")),
+        extra_ldflags=_as_list(a.get("extra_ldflags")),
+        extra_include_paths=_as_list(a.get("extra_include_paths")),
+    )
+
+
 def install_load_inline_shim(target: Target, cache_dir: Path, pch_cache: Path | None = None) -> None:
     """Patch torch.utils.cpp_extension.load_inline / load for the rest of this process.
     `pch_cache`: where the trusted parent keeps the precompiled torch header (engine.build_spec)."""
@@ -326,26 +361,12 @@ def install_load_inline_shim(target: Target, cache_dir: Path, pch_cache: Path | 
         if target.backend is Backend.ROCM:
             return _rocm_passthrough(original_inline, target, cache_dir, bound)
         a = bound.arguments
-        functions = a.get("functions")
-        if isinstance(functions, str):
-            functions = [functions]
-        if isinstance(functions, list | tuple):
-            functions = {f: f for f in functions}
-        spec = plan_inline(
-            target,
-            a["name"],
-            _as_list(a.get("cpp_sources")),
-            _as_list(a.get("cuda_sources")),
-            functions,
-            extra_cflags=_as_list(a.get("extra_cflags")),
-            extra_cuda_cflags=_as_list(a.get("extra_cuda_cflags")),
-            extra_ldflags=_as_list(a.get("extra_ldflags")),
-            extra_include_paths=_as_list(a.get("extra_include_paths")),
-            with_pytorch_error_handling=a.get("with_pytorch_error_handling", True),
-            no_implicit_headers=a.get("no_implicit_headers", False),
-        )
         return _load_built(
-            spec, cache_dir, pch_cache, a.get("is_python_module", True), a.get("verbose", False)
+            inline_spec(target, a),
+            cache_dir,
+            pch_cache,
+            a.get("is_python_module", True),
+            a.get("verbose", False),
         )
 
     def load(*args: Any, **kwargs: Any) -> Any:
@@ -353,17 +374,12 @@ def install_load_inline_shim(target: Target, cache_dir: Path, pch_cache: Path | 
         if target.backend is Backend.ROCM:
             return _rocm_passthrough(original_load, target, cache_dir, bound)
         a = bound.arguments
-        spec = plan_load(
-            target,
-            a["name"],
-            _as_list(a.get("sources")),
-            extra_cflags=_as_list(a.get("extra_cflags")),
-            extra_cuda_cflags=_as_list(a.get("extra_cuda_cflags")),
-            extra_ldflags=_as_list(a.get("extra_ldflags")),
-            extra_include_paths=_as_list(a.get("extra_include_paths")),
-        )
         return _load_built(
-            spec, cache_dir, pch_cache, a.get("is_python_module", True), a.get("verbose", False)
+            load_spec(target, a),
+            cache_dir,
+            pch_cache,
+            a.get("is_python_module", True),
+            a.get("verbose", False),
         )
 
     load_inline.__kjudge_original__ = original_inline  # type: ignore[attr-defined]

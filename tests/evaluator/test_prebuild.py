@@ -72,6 +72,7 @@ def test_kernelbench_builds_ahead_in_a_sandbox_and_the_run_only_loads(cpu_option
     before = set(modules.glob("*")) if modules.exists() else set()
     outcome = prebuild(PROBLEM, submission, cpu_options)
     assert outcome.result is None and outcome.built, outcome.log
+    assert "under the stand-in torch" in outcome.log, outcome.log  # no torch import in the child
     assert set(modules.glob("*")) - before  # the module is where the run's shim looks
 
     result = evaluate(PROBLEM, submission, cpu_options)
@@ -80,8 +81,29 @@ def test_kernelbench_builds_ahead_in_a_sandbox_and_the_run_only_loads(cpu_option
 
 
 def test_kernelbench_that_needs_a_device_at_import_is_left_to_its_run(cpu_options: EvalOptions) -> None:
+    # The stand-in torch lets the import reach load_inline (the build is made ahead), but no
+    # verdict is decided here: the run meets the device request and reports it.
     source = (
         "import torch\nx = torch.zeros(1, device='cuda')\n" + (CASES / "kb_load_inline_cpp.py").read_text()
     )
+    submission = Submission(source=source, language=Language.KERNELBENCH)
+    outcome = prebuild(PROBLEM, submission, cpu_options)
+    assert outcome.result is None
+    result = evaluate(PROBLEM, submission, cpu_options)
+    assert result.verdict == Verdict.RUNTIME_ERROR and "cuda" in (result.message or "").lower(), (
+        result.message
+    )
+
+
+def test_kernelbench_the_stand_in_torch_cannot_import_is_built_with_torch(cpu_options: EvalOptions) -> None:
+    # A type check at import needs the real torch: the stand-in fails before load_inline, and the
+    # child imports the candidate again with torch, building as before.
+    source = (
+        "import torch\nassert isinstance(torch.ones(1), torch.Tensor)\n"
+        + (CASES / "kb_load_inline_cpp.py").read_text()
+        + "\n# the stand-in fallback test\n"
+    )
     outcome = prebuild(PROBLEM, Submission(source=source, language=Language.KERNELBENCH), cpu_options)
-    assert outcome.result is None and not outcome.built
+    assert outcome.result is None and outcome.built, outcome.log
+    assert "the stand-in torch could not import the candidate" in outcome.log, outcome.log
+    assert "under the stand-in torch" not in outcome.log
