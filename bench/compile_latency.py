@@ -21,6 +21,7 @@ Headline: `p50_s` per language of the lite build, and the regular build's beside
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -167,6 +168,54 @@ def _samples(name: str, build, n: int, start: int, lite: bool) -> dict:  # type:
     }
 
 
+def _ahead_rows(cache: Path, n: int) -> list[dict]:
+    """The compile stage's build of a KernelBench candidate (evaluator.api.prebuild: its import in
+    the sandboxed ahead child) on the CPU target, against the stand-in torch and against the real
+    one: what the child's torch import cost."""
+    from unittest import mock
+
+    from evaluator import api
+    from evaluator.options import EvalOptions, Submission
+    from evaluator.problem import Problem
+
+    problem = Problem.from_file(EXAMPLES / "problem.py")
+    case = (REPO / "tests" / "evaluator" / "cases" / "kb_load_inline_cpp.py").read_text()
+    home_cache = cache / "ahead-home"
+    prepare_toolchain(home_cache / "native")  # one-off, as for the other rows: not in the samples
+    options = EvalOptions(device="cpu", cache_dir=home_cache)
+    rows = []
+    for path, stub in (("stand-in torch", True), ("real torch", False)):
+        seconds, oks = [], []
+        for k in range(n):
+            source = case.replace(
+                "auto in = x.contiguous();", f"auto in = x.contiguous();  // {path} {k} {time.time_ns()}", 1
+            )
+            patch = (
+                mock.patch.object(api, "_stub_facts", lambda target: None)
+                if not stub
+                else contextlib.nullcontext()
+            )
+            t = time.monotonic()
+            with patch:
+                outcome = api.prebuild(
+                    problem, Submission(source=source, language=Language.KERNELBENCH), options
+                )
+            seconds.append(round(time.monotonic() - t, 2))
+            oks.append(outcome.built and ("stand-in" in outcome.log) == stub)
+        rows.append(
+            {
+                "name": "kernelbench ahead (cpp, sandboxed import)",
+                "path": path,
+                "samples_s": seconds,
+                "p50_s": round(statistics.median(seconds), 2),
+                "ok": all(oks),
+                "built_lite": True,
+            }
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -185,7 +234,8 @@ def main() -> int:
         "--regular-samples", type=int, default=3, help="regular builds per language (0: none)"
     )
     parser.add_argument(
-        "--only", help="comma-separated rows: cpp,cuda,hip,kernelbench,cuda-unit (default: all nvcc allows)"
+        "--only",
+        help="comma-separated rows: cpp,cuda,hip,kernelbench,cuda-unit,ahead (default: all nvcc allows)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compile_latency.json")
     args = parser.parse_args()
@@ -218,6 +268,8 @@ def main() -> int:
             if args.regular_samples:
                 rows.append(_samples(name, build, args.regular_samples, 100, lite=False))
             print(rows[-2] if args.regular_samples else rows[-1], flush=True)
+        if not args.only or "ahead" in {w.strip() for w in args.only.split(",")}:
+            rows += _ahead_rows(cache, args.samples)
     load_after = os.getloadavg()
 
     info = torch_info()
