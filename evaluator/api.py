@@ -229,6 +229,7 @@ def _evaluate(
         t = time.monotonic()
         build = _build_native(submission, language, target, cache_dir, options)
         durations["compile"] = time.monotonic() - t
+        durations |= _build_steps(build)
         compile_log = build.log[-LOG_TAIL:]
         if not build.ok:
             return _finish(problem, _build_failed(problem, build, base), durations, started)
@@ -434,6 +435,11 @@ def _evaluate(
     return _finish(problem, result, durations, started)
 
 
+def _build_steps(build: BuildOutput) -> dict[str, float]:
+    """The build's steps as `compile_*` durations; none for a cache hit (they were another's)."""
+    return {} if build.cached else {f"compile_{step}": seconds for step, seconds in build.steps_s.items()}
+
+
 def _build_failed(problem: Problem, build: BuildOutput, base: dict[str, object]) -> Result:
     """The verdict of a native build that failed: the author's compile error, or `rejected`
     when no sandbox could be made to compile in."""
@@ -494,6 +500,7 @@ def prebuild(
         return BuildOutcome(target=target, durations_s={"compile": 0.0})
     build = _build_native(submission, language, target, cache_dir, options)
     durations["compile"] = time.monotonic() - started
+    durations |= _build_steps(build)
     if not build.ok:
         # The compile stage's verdict is final: it gets the same last touches as evaluate's.
         result = _completed(

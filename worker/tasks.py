@@ -170,6 +170,7 @@ def _with_stage_durations(result: Result, handoff: dict[str, Any], taken_at: flo
     durations = dict(result.durations_s)
     if "compile_s" in handoff:
         durations["compile"] = round(float(handoff["compile_s"]), 4)
+    durations |= {str(k): round(float(v), 4) for k, v in handoff.get("compile_steps_s", {}).items()}
     if "handed_off_at" in handoff:
         durations["gpu_wait"] = round(max(taken_at - float(handoff["handed_off_at"]), 0.0), 4)
     durations["gpu_stage"] = round(time.time() - taken_at, 4)

@@ -8,9 +8,11 @@ the host compiler. A light device unit that fails is retried once with the real 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -191,17 +193,31 @@ def _link(
 
 
 def _compile_lite(
-    spec: BuildSpec, work: Path, lite_dir: Path, jobs: int, deadline: _Deadline
+    spec: BuildSpec, work: Path, lite_dir: Path, jobs: int, deadline: _Deadline, steps: dict[str, float]
 ) -> tuple[Path | None, str]:
     """The lite attempt: (module path, log) when it built, (None, why not) when it did not."""
     units = spec.lite_units or []
     lite_work = work / "lite"
     lite_work.mkdir(exist_ok=True)
-    objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
+    with _timed(steps, "lite_units"):
+        objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
     if not all(ok for ok, _ in results.values()):
         return None, _format_log(results)
-    ok, module_path, link_log = _link(spec, units, [*objects, lite_dir / lite.RUNTIME_OBJECT], work, deadline)
+    with _timed(steps, "lite_link"):
+        ok, module_path, link_log = _link(
+            spec, units, [*objects, lite_dir / lite.RUNTIME_OBJECT], work, deadline
+        )
     return (module_path if ok else None), _format_log(results) + link_log
+
+
+@contextlib.contextmanager
+def _timed(steps: dict[str, float], name: str) -> Iterator[None]:
+    """Adds the block's wall seconds to steps[name] (a retried step counts once, summed)."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        steps[name] = round(steps.get(name, 0.0) + time.monotonic() - start, 4)
 
 
 def _format_log(results: dict[str, tuple[bool, str]]) -> str:
@@ -229,8 +245,9 @@ def compile_to(
     deadline = _Deadline(timeout_s)
     jobs = jobs or default_jobs()
     log = ""
+    steps: dict[str, float] = {}
     if spec.lite_units and lite_dir is not None:
-        module_path, lite_log = _compile_lite(spec, work, lite_dir, jobs, deadline)
+        module_path, lite_log = _compile_lite(spec, work, lite_dir, jobs, deadline, steps)
         if module_path is not None:
             return BuildOutput(
                 ok=True,
@@ -238,10 +255,12 @@ def compile_to(
                 module_name=spec.module_name,
                 log="== built with the lite torch API\n" + lite_log,
                 seconds=time.monotonic() - start,
+                steps_s=steps,
             )
         log = "== the lite torch API could not build this source; building with PyTorch's headers\n"
     units = spec.units
-    objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+    with _timed(steps, "units"):
+        objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
     log += _format_log(results)
     light_failed = any(
         not results[u.name][0] and u.light_torch and _MISSING_DECLARATION.search(results[u.name][1])
@@ -250,7 +269,8 @@ def compile_to(
     if light_failed and spec.fallback_units is not None:
         log += "== retrying with the full <torch/extension.h>\n"
         units = spec.fallback_units
-        objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
+        with _timed(steps, "units"):
+            objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
         log += _format_log(results)
     if not all(ok for ok, _ in results.values()):
         failed = "".join(text for ok, text in results.values() if not ok)
@@ -260,8 +280,10 @@ def compile_to(
             seconds=time.monotonic() - start,
             message="compilation failed; see logs.compile",
             transient=_TRANSIENT_FAILURE.search(failed) is not None,
+            steps_s=steps,
         )
-    ok, module_path, link_log = _link(spec, units, objects, work, deadline)
+    with _timed(steps, "link"):
+        ok, module_path, link_log = _link(spec, units, objects, work, deadline)
     log += link_log
     if not ok:
         return BuildOutput(
@@ -270,6 +292,7 @@ def compile_to(
             seconds=time.monotonic() - start,
             message="linking failed; see logs.compile",
             transient=_TRANSIENT_FAILURE.search(link_log) is not None,
+            steps_s=steps,
         )
     return BuildOutput(
         ok=True,
@@ -277,6 +300,7 @@ def compile_to(
         module_name=spec.module_name,
         log=log,
         seconds=time.monotonic() - start,
+        steps_s=steps,
     )
 
 

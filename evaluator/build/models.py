@@ -28,6 +28,11 @@ class BuildOutput(BaseModel):
         default=False,
         description="failed for the host's sake (a timeout, a killed compiler), not the source's",
     )
+    steps_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="wall seconds of this build's steps (lite_units, lite_link, units, link, child), "
+        "so a slow compile stage says where its time went; a cached build keeps its first build's",
+    )
 
 
 class UnitKind(StrEnum):

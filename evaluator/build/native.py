@@ -187,6 +187,7 @@ def _compile_sandboxed(
         job_path = scratch / "job.json"
         job_path.write_text(job.model_dump_json())
         limits = Limits(wall_s=timeout_s + 10, cpu_s=int(timeout_s * 32) + 60)
+        child_start = time.monotonic()
         run = run_sandboxed(
             [sys.executable, "-m", "evaluator.build", str(job_path)],
             scratch=scratch,
@@ -207,6 +208,8 @@ def _compile_sandboxed(
         except (OSError, ValueError):
             detail = (run.stderr or run.stdout)[-4000:]
             return _failed(stopped or f"the compiler process died (exit {run.returncode}):\n{detail}", start)
+        # The sandboxed child's whole life: its start and imports are this less the compilers'.
+        out = out.model_copy(update={"steps_s": {**out.steps_s, "child": round(time.monotonic() - child_start, 4)}})
         if not out.ok:
             return out
         key = spec_key(spec)

@@ -169,6 +169,9 @@ def test_the_cpp_example_builds_lite_and_is_exact(build_cache: Path, cpu_target:
     source = (Path(__file__).resolve().parents[2] / "examples" / "relu" / "relu_cpp.cpp").read_text()
     out = build_native(source + f"// {time.time_ns()}\n", Language.CPP, "forward", cpu_target, build_cache)
     assert out.ok and LITE_NOTE in out.log, out.log
+    # Where the compile's time went: the lite unit, its link, and the sandboxed child around both.
+    assert set(out.steps_s) == {"lite_units", "lite_link", "child"}, out.steps_s
+    assert out.steps_s["child"] >= out.steps_s["lite_units"] + out.steps_s["lite_link"] > 0
     x = torch.randn(16, 16384)
     torch.testing.assert_close(load_module(out).forward(x), x.relu(), rtol=0, atol=0)
 
@@ -246,6 +249,7 @@ def test_a_compile_error_is_reported_from_the_regular_build(build_cache: Path, c
     broken = API_TOUR.replace("return out;", "return out") + f"// {time.time_ns()}\n"
     out = build_native(broken, Language.CPP, "forward", cpu_target, build_cache)  # sandboxed
     assert not out.ok and out.message == "compilation failed; see logs.compile"
+    assert {"lite_units", "units", "child"} <= set(out.steps_s) and "link" not in out.steps_s, out.steps_s
     assert "error: expected" in out.log and "return out" in out.log and "kjudge_lite" not in out.log, out.log
 
 
