@@ -209,7 +209,9 @@ def _compile_sandboxed(
             detail = (run.stderr or run.stdout)[-4000:]
             return _failed(stopped or f"the compiler process died (exit {run.returncode}):\n{detail}", start)
         # The sandboxed child's whole life: its start and imports are this less the compilers'.
-        out = out.model_copy(update={"steps_s": {**out.steps_s, "child": round(time.monotonic() - child_start, 4)}})
+        out = out.model_copy(
+            update={"steps_s": {**out.steps_s, "child": round(time.monotonic() - child_start, 4)}}
+        )
         if not out.ok:
             return out
         key = spec_key(spec)
