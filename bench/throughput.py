@@ -478,6 +478,24 @@ def compile_pool_size(args: argparse.Namespace) -> int:
     return plan.compile_pool
 
 
+def kernelbench_ratio(args: argparse.Namespace, report: dict) -> dict:
+    """KernelBench's harness on new candidates of the same stream, one after another, with the GPU
+    idle (kjudge's server is stopped): its evaluations/hour and kjudge's over it."""
+    from bench import kernelbench_harness
+
+    budget = min(
+        args.kernelbench_budget, args.t_start + args.max_wall + args.kernelbench_budget - time.time()
+    )
+    out = kernelbench_harness.measure(args.kernelbench, args.kernelbench_samples, budget, seed=args.seed)
+    ours = report["headline"].get("evaluations_per_hour")
+    theirs = out.get("evaluations_per_hour")
+    if ours and theirs:
+        out["kjudge_over_kernelbench"] = round(ours / theirs, 1)
+        report["headline"]["kjudge_over_kernelbench_serial"] = out["kjudge_over_kernelbench"]
+    print(f"KernelBench harness, serial: {theirs} evaluations/hour; kjudge {ours}", file=sys.stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", default="cuda", help="cuda (any NVIDIA GPU), sm_90, rocm, ... or cpu")
@@ -504,6 +522,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the started server skips the torch.compile baseline (a shorter warm-up; steady state is the same)",
     )
+    p.add_argument(
+        "--kernelbench",
+        type=Path,
+        help="a KernelBench checkout: afterwards, its harness runs the stream's kernelbench candidates "
+        "serially (bench/kernelbench_harness.py) and the ratio is reported",
+    )
+    p.add_argument("--kernelbench-samples", type=int, default=2)
+    p.add_argument("--kernelbench-budget", type=float, default=150, help="seconds for those samples")
     p.add_argument("--url", help="an already running kjudge serve (else one is started)")
     p.add_argument("--home", type=Path, help="KJUDGE_HOME for the started server (default: fresh)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -539,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup_only:
         print(json.dumps(report))
         return 0
+    if args.kernelbench is not None:
+        report["kernelbench_harness"] = kernelbench_ratio(args, report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["headline"]))
