@@ -743,10 +743,12 @@ def _native_cache(cache_dir: Path) -> Path:
 
 
 def _readonly_for_any_run(cache_dir: Path) -> list[Path]:
-    """What every run child may read: the trusted precompiled headers (load_inline uses them)."""
-    headers = _native_cache(cache_dir) / "pch"
-    headers.mkdir(parents=True, exist_ok=True)
-    return [headers]
+    """What every run child may read, all of it trusted: the precompiled headers (load_inline
+    uses them) and the lite runtimes (a lite module loads its runtime library from there)."""
+    trusted = [_native_cache(cache_dir) / "pch", _native_cache(cache_dir) / "lite"]
+    for path in trusted:
+        path.mkdir(parents=True, exist_ok=True)
+    return trusted
 
 
 def _builds_inline(language: Language, source: str, target: Target) -> bool:

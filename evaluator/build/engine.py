@@ -203,10 +203,12 @@ def _compile_lite(
         objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
     if not all(ok for ok, _ in results.values()):
         return None, _format_log(results)
+    module_path = work / f"{spec.module_name}.so"
     with _timed(steps, "lite_link"):
-        ok, module_path, link_log = _link(
-            spec, units, [*objects, lite_dir / lite.RUNTIME_OBJECT], work, deadline
+        ok, link_log = _compile(
+            lite.link_command(objects, module_path, lite_dir, lite_flavor(spec)), deadline.left()
         )
+    link_log = f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n" if link_log.strip() else ""
     return (module_path if ok else None), _format_log(results) + link_log
 
 

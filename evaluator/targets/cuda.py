@@ -103,10 +103,13 @@ def nvcc_compile_command(
 
 def link_flags(torch_library_dir: str, existing: set[str]) -> list[str]:
     """Libraries a CUDA torch extension links; torch's CUDA libraries only where installed."""
+    torch_cuda = [f"-l{lib}" for lib in ("c10_cuda", "torch_cuda") if lib in existing]
+    return [*torch_cuda, *cudart_link_flags()]
+
+
+def cudart_link_flags() -> list[str]:
+    """The CUDA runtime alone: what nvcc's objects call (kernel registration and launch)."""
     flags = []
-    for lib in ("c10_cuda", "torch_cuda"):
-        if lib in existing:
-            flags.append(f"-l{lib}")
     home = cuda_home()
     if home is not None:
         for sub in ("lib64", "lib"):

@@ -1,6 +1,7 @@
 // The lite runtime: the real PyTorch behind kjudge's lite torch API (include/kjudge_lite/abi.h).
-// Built once per (toolchain, torch, target backend) with the precompiled <torch/extension.h> and
-// linked into every lite module, so a candidate's own unit never parses ATen or pybind11.
+// Built once per (toolchain, torch, target backend) with the precompiled <torch/extension.h> into a
+// shared library that every lite module links, so a candidate's own unit never parses ATen or
+// pybind11 and its link never reads torch's libraries.
 #include <torch/extension.h>
 
 #include "include/kjudge_lite/abi.h"  // not on the include path: torch/ there is the lite one
@@ -240,9 +241,11 @@ py::object call_entry(const KjlEntry& entry, py::args args) {
 }  // namespace
 
 extern "C" void* kjl_make_module(const char* name, const KjlEntry* entries, int64_t count) {
-    static PyModuleDef def;
+    // One definition per module, alive as long as the process: every lite module of a process
+    // shares this runtime, and a module keeps a pointer to its definition.
+    auto* def = new PyModuleDef();
     try {
-        py::module_ m = py::module_::create_extension_module(name, nullptr, &def);
+        py::module_ m = py::module_::create_extension_module(name, nullptr, def);
         for (int64_t i = 0; i < count; ++i) {
             const KjlEntry entry = entries[i];
             // The docstring's count is what evaluator/languages/native.py reads for the arity.

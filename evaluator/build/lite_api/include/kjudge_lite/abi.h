@@ -1,6 +1,6 @@
 // The boundary between a lite unit (the candidate's code, compiled against kjudge's small torch
-// API) and the lite runtime (evaluator/build/lite_api/runtime.cpp, compiled once per toolchain
-// against the real PyTorch headers and linked into every lite module).
+// API) and the lite runtime (evaluator/build/lite_api/runtime.cpp, built once per toolchain
+// against the real PyTorch headers as a shared library that every lite module links).
 //
 // Plain C types only: the two sides are compiled by different compilers (nvcc / g++) with
 // different headers, so nothing of the standard library crosses. A tensor crosses as its
@@ -9,7 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#define KJL_HIDDEN __attribute__((visibility("hidden")))
+// Exported by the runtime library and resolved when a lite module loads. Each module finds the
+// runtime it was linked with: its RUNPATH names that runtime's directory, and modules load with
+// RTLD_LOCAL, so two runtimes in one process never answer for each other.
+#define KJL_API __attribute__((visibility("default")))
 
 extern "C" {
 
@@ -47,24 +50,24 @@ struct KjlEntry {
 };
 
 // Tensor metadata and references.
-KJL_HIDDEN void kjl_retain(void* t);
-KJL_HIDDEN void kjl_release(void* t);
-KJL_HIDDEN int64_t kjl_numel(void* t);
-KJL_HIDDEN int64_t kjl_dim(void* t);
-KJL_HIDDEN const int64_t* kjl_sizes(void* t);
-KJL_HIDDEN const int64_t* kjl_strides(void* t);
-KJL_HIDDEN int64_t kjl_storage_offset(void* t);
-KJL_HIDDEN int8_t kjl_dtype(void* t);
-KJL_HIDDEN int8_t kjl_device_type(void* t);
-KJL_HIDDEN int16_t kjl_device_index(void* t);
-KJL_HIDDEN int kjl_is_contiguous(void* t);
-KJL_HIDDEN int kjl_requires_grad(void* t);
-KJL_HIDDEN void* kjl_data_ptr(void* t);
-KJL_HIDDEN int64_t kjl_element_size(int8_t dtype);
-KJL_HIDDEN const char* kjl_dtype_name(int8_t dtype);
-KJL_HIDDEN double kjl_item_double(void* t);
-KJL_HIDDEN int64_t kjl_item_int(void* t);
-KJL_HIDDEN int kjl_num_threads();  // at::get_num_threads(): PyTorch's intra-op thread count
+KJL_API void kjl_retain(void* t);
+KJL_API void kjl_release(void* t);
+KJL_API int64_t kjl_numel(void* t);
+KJL_API int64_t kjl_dim(void* t);
+KJL_API const int64_t* kjl_sizes(void* t);
+KJL_API const int64_t* kjl_strides(void* t);
+KJL_API int64_t kjl_storage_offset(void* t);
+KJL_API int8_t kjl_dtype(void* t);
+KJL_API int8_t kjl_device_type(void* t);
+KJL_API int16_t kjl_device_index(void* t);
+KJL_API int kjl_is_contiguous(void* t);
+KJL_API int kjl_requires_grad(void* t);
+KJL_API void* kjl_data_ptr(void* t);
+KJL_API int64_t kjl_element_size(int8_t dtype);
+KJL_API const char* kjl_dtype_name(int8_t dtype);
+KJL_API double kjl_item_double(void* t);
+KJL_API int64_t kjl_item_int(void* t);
+KJL_API int kjl_num_threads();  // at::get_num_threads(): PyTorch's intra-op thread count
 
 // Operations that make a tensor (a new reference). `ints` are the op's integer arguments.
 enum KjlOp : int32_t {
@@ -73,21 +76,21 @@ enum KjlOp : int32_t {
     KJL_EXPAND, KJL_ZERO_, KJL_FILL_, KJL_TO_DTYPE, KJL_TO_DEVICE, KJL_DETACH, KJL_COPY_,
     KJL_VIEW_AS, KJL_EXPAND_AS, KJL_RESHAPE_AS
 };
-KJL_HIDDEN void* kjl_op(int32_t op, void* self, const int64_t* ints, int64_t nints, double value, void* other);
+KJL_API void* kjl_op(int32_t op, void* self, const int64_t* ints, int64_t nints, double value, void* other);
 
 enum KjlFactory : int32_t {
     KJL_EMPTY, KJL_ZEROS, KJL_ONES, KJL_FULL, KJL_EMPTY_LIKE, KJL_ZEROS_LIKE, KJL_ONES_LIKE,
     KJL_FULL_LIKE, KJL_EMPTY_STRIDED, KJL_ARANGE
 };
 // `options` fields left unset take the defaults (factories) or `like`'s (the *_LIKE ones).
-KJL_HIDDEN void* kjl_factory(int32_t kind, const int64_t* sizes, int64_t ndim, const int64_t* strides,
+KJL_API void* kjl_factory(int32_t kind, const int64_t* sizes, int64_t ndim, const int64_t* strides,
                              KjlOptions options, double value, void* like);
 
 // CUDA: the current stream of a device (-1: the current device), and its properties.
-KJL_HIDDEN void* kjl_cuda_current_stream(int16_t device_index);
-KJL_HIDDEN const void* kjl_cuda_device_properties(int16_t device_index);
+KJL_API void* kjl_cuda_current_stream(int16_t device_index);
+KJL_API const void* kjl_cuda_device_properties(int16_t device_index);
 
 // What a lite module's PyInit calls (runtime.cpp): a Python module binding the entries.
-KJL_HIDDEN void* kjl_make_module(const char* name, const KjlEntry* entries, int64_t count);
-KJL_HIDDEN void kjl_free_values(KjlValue* values, int64_t count);
+KJL_API void* kjl_make_module(const char* name, const KjlEntry* entries, int64_t count);
+KJL_API void kjl_free_values(KjlValue* values, int64_t count);
 }
