@@ -157,6 +157,7 @@ def test_compiles_run_ahead_and_losers_are_never_timed_or_run(
     for d in order:
         durations = result_of(rows, d["id"])["durations_s"]
         assert durations["compile"] > 0.5  # really compiled by the pool (a new hash each)...
+        assert durations["compile_child"] > 0 and "compile_lite_link" in durations  # ...said where
         assert "gpu_stage" in durations  # ...and evaluated by the run stage it was handed to
 
     done_wrong, done_broken = final(rows, wrong, worker), final(rows, broken, worker)
