@@ -353,6 +353,18 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         print(f"empty queue: {c.language} {c.kind} -> {empty_rows[-1].get('verdict')} "
               f"in {latency(empty_rows[-1]) or float('nan'):.1f} s", file=sys.stderr)  # fmt: skip
 
+    # Written now and replaced at the end: a device call cut short still returns the probes.
+    checkpoint(args, {
+        "partial": "the empty-queue probes only: the run was cut before its backlog ended",
+        "device": device_of(empty_rows),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "headline": {"p50_new_kernel_s": pct([x for r in empty_rows if (x := latency(r)) is not None], 0.5)},
+        "warmup_s": round(warmup_s, 1),
+        "empty_queue": {"stages_median_s": stage_medians(empty_rows),
+                        "probes": [probe_row(r, kinds) for r in empty_rows]},
+    })  # fmt: skip
+
     # A launch-bound kernel timed with the compile pool idle (3 at once: they compile together,
     # then run back to back with nothing compiling)...
     idle = [launch_bound(args.target, base + 90_000 + k) for k in range(1, 1 + args.stability)]
@@ -390,14 +402,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     per_hour = len(in_window) / window * 3600
     empty_lat = [x for r in empty_rows if (x := latency(r)) is not None]
     backlog_lat = [x for r in rows if (x := latency(r)) is not None]
-    device = next(
-        (
-            r["result"]["target"]["device"]
-            for r in [*rows, *empty_rows]
-            if (r.get("result") or {}).get("target")
-        ),
-        platform.processor() or "unknown",
-    )
+    device = device_of([*rows, *empty_rows])
     await client.http.aclose()
     return {
         "device": device,
@@ -450,6 +455,17 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "process_start, finished] "
         "over the backlog window (first created_at to last verdict, or the --duration cut-off)",
     }
+
+
+def device_of(rows: list[dict[str, Any]]) -> str:
+    targets = ((r.get("result") or {}).get("target") for r in rows)
+    return next((t["device"] for t in targets if t), platform.processor() or "unknown")
+
+
+def checkpoint(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    if args.out and not args.warmup_only:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
 
 
 def stability(idle: list[dict[str, Any]], saturated: list[dict[str, Any]]) -> dict[str, Any]:
