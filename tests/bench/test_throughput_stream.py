@@ -55,3 +55,16 @@ def test_the_cpu_stream_and_small_problems() -> None:
     stream = cpu_stream(["relu", "silu"], 20)
     assert {c.language for c in stream} == {"cpp"} and len({c.source for c in stream}) == 20
     assert "batch_size = 4\n" in shrink(problem_sources("cpu", 1)["relu"])
+
+
+def test_kernelbench_harness_samples_are_new_kernelbench_candidates(tmp_path) -> None:
+    from bench import kernelbench_harness
+
+    drawn = kernelbench_harness.samples(3, seed=7)
+    assert len({custom for _, _, custom in drawn}) == 3 and len({name for name, _, _ in drawn}) == 3
+    for name, reference, custom in drawn:
+        assert "class Model(" in reference and "load_inline(" in custom and "class ModelNew(" in custom
+        ast.parse(custom)
+        # Never a source the throughput run of the same seed sends.
+        assert not any(custom == c.source for c in gpu_stream({name: reference}, 200, base=700_000))
+    assert "error" in kernelbench_harness.measure(tmp_path, count=1)  # no checkout there
