@@ -66,7 +66,7 @@ result = eval_kernel_against_ref(
     device=torch.device("cuda:0"),
     backend="cuda",
 )
-json.dump({"compiled": result.compiled, "correctness": result.correctness, "runtime_us": result.runtime,
+json.dump({"compiled": result.compiled, "correctness": result.correctness, "runtime_ms": result.runtime,
            "wall_s": time.time() - started}, open(out_path, "w"))
 """
 

@@ -6,7 +6,8 @@ Starts `kjudge serve` (embedded defaults, a fresh KJUDGE_HOME: every build is ne
 `--url` — registers the problems, then:
 1. warm-up: one correct candidate per problem, all at once (worker preparation, the reference
    baselines per problem); not counted;
-2. empty queue: `--probes` new candidates one at a time: submit→verdict latency of a new kernel;
+2. empty queue: `--probes` new candidates one at a time, the languages in turn: submit→verdict
+   latency of a new kernel, overall and per language;
 3. backlog: the rest of the stream POSTed at once (async client, `--in-flight` requests at a
    time); for `--duration` seconds, or until all are done: evaluations/hour, latencies, the
    fraction of the wall time the device's run stage was busy, the time per stage.
@@ -344,7 +345,9 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         return {"warmup_s": round(warmup_s, 1)}
 
     # 2. Empty queue: one new kernel at a time.
-    probes, backlog = stream[: args.probes], stream[args.probes :]
+    probes = spread_over_languages(stream, args.probes)
+    taken = {id(c) for c in probes}
+    backlog = [c for c in stream if id(c) not in taken]
     empty_rows = []
     for c in probes:
         sid = await client.submit(ids[c.problem], c, "empty-queue")
@@ -381,7 +384,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     submitted_s = time.time() - started
     # The backlog window ends early enough for the whole run to fit --max-wall (a device call's
     # limit): a run cut from outside writes nothing.
-    deadline = min(started + args.duration, args.t_start + args.max_wall - 30)
+    deadline = min(started + args.duration, args.t_start + args.max_wall - 30 - kernelbench_reserve(args))
     pending = set(sids)
     listing: dict[str, dict[str, Any]] = {}
     while pending and time.time() < deadline:
@@ -429,6 +432,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             "n": len(empty_lat),
             "p50_s": pct(empty_lat, 0.5),
             "p95_s": pct(empty_lat, 0.95),
+            "p50_s_by_language": by_language(empty_rows, kinds),
             "stages_median_s": stage_medians(empty_rows),
             "probes": [probe_row(r, kinds) for r in empty_rows],
         },  # fmt: skip
@@ -455,6 +459,34 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "process_start, finished] "
         "over the backlog window (first created_at to last verdict, or the --duration cut-off)",
     }
+
+
+def spread_over_languages(stream: list[Candidate], count: int) -> list[Candidate]:
+    """`count` candidates taken in turn from each language (stream order within one): the p50 of
+    a new kernel is then over every language, not over whichever the shuffle put first."""
+    queues: dict[str, list[Candidate]] = {}
+    for c in stream:
+        queues.setdefault(c.language, []).append(c)
+    picked: list[Candidate] = []
+    while len(picked) < count and any(queues.values()):
+        for lang in sorted(queues):
+            if queues[lang] and len(picked) < count:
+                picked.append(queues[lang].pop(0))
+    return picked
+
+
+def by_language(rows: list[dict[str, Any]], kinds: dict[str, Candidate]) -> dict[str, float | None]:
+    latencies: dict[str, list[float]] = {}
+    for r in rows:
+        c, x = kinds.get(r.get("id", "")), latency(r)
+        if c is not None and x is not None:
+            latencies.setdefault(c.language, []).append(x)
+    return {lang: pct(xs, 0.5) for lang, xs in sorted(latencies.items())}
+
+
+def kernelbench_reserve(args: argparse.Namespace) -> float:
+    """The seconds --max-wall keeps for KernelBench's harness after the backlog (none without it)."""
+    return args.kernelbench_budget if args.kernelbench is not None else 0.0
 
 
 def device_of(rows: list[dict[str, Any]]) -> str:
@@ -499,9 +531,7 @@ def kernelbench_ratio(args: argparse.Namespace, report: dict) -> dict:
     idle (kjudge's server is stopped): its evaluations/hour and kjudge's over it."""
     from bench import kernelbench_harness
 
-    budget = min(
-        args.kernelbench_budget, args.t_start + args.max_wall + args.kernelbench_budget - time.time()
-    )
+    budget = min(args.kernelbench_budget, args.t_start + args.max_wall - time.time())
     out = kernelbench_harness.measure(args.kernelbench, args.kernelbench_samples, budget, seed=args.seed)
     ours = report["headline"].get("evaluations_per_hour")
     theirs = out.get("evaluations_per_hour")
@@ -517,7 +547,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", default="cuda", help="cuda (any NVIDIA GPU), sm_90, rocm, ... or cpu")
     p.add_argument("--candidates", type=int, default=200)
     p.add_argument("--problems", type=int, default=6)
-    p.add_argument("--probes", type=int, default=4, help="new kernels timed one at a time, empty queue")
+    p.add_argument(
+        "--probes",
+        type=int,
+        default=8,
+        help="new kernels timed one at a time, empty queue (languages in turn)",
+    )
     p.add_argument("--duration", type=float, default=240, help="backlog window cap, seconds")
     p.add_argument(
         "--max-wall",
@@ -545,7 +580,9 @@ def main(argv: list[str] | None = None) -> int:
         "serially (bench/kernelbench_harness.py) and the ratio is reported",
     )
     p.add_argument("--kernelbench-samples", type=int, default=2)
-    p.add_argument("--kernelbench-budget", type=float, default=150, help="seconds for those samples")
+    p.add_argument(
+        "--kernelbench-budget", type=float, default=150, help="seconds for those samples, within --max-wall"
+    )
     p.add_argument("--url", help="an already running kjudge serve (else one is started)")
     p.add_argument("--home", type=Path, help="KJUDGE_HOME for the started server (default: fresh)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -582,6 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
     if args.kernelbench is not None:
+        checkpoint(args, report)  # kjudge's figures survive a harness run cut short
         report["kernelbench_harness"] = kernelbench_ratio(args, report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -53,6 +53,24 @@ class CompileLease:
         return state.waiting
 
 
+def preload() -> float:
+    """Import what every compile job needs (torch for its include paths and ABI, the evaluator's
+    build modules) in the pool's main process, before the prefork pool forks: each slot, and a
+    slot forked to replace a dead one, starts with it loaded. Imported per slot instead, every
+    slot's first job paid a torch import, and a pool of many slots (13 on a 16-core GPU host)
+    has many first jobs. Returns the seconds it took."""
+    started = time.monotonic()
+    from torch.utils import cpp_extension  # noqa: F401  (prebuild's stand-in facts read it)
+
+    from evaluator import api  # noqa: F401
+    from evaluator.build import lite
+    from evaluator.build.toolchain import torch_info
+
+    torch_info()
+    lite.cuda_enabled()
+    return time.monotonic() - started
+
+
 def stage_target(claimed: store.Claim) -> pipeline.StageTarget:
     from worker.tasks import PermanentFailure
 

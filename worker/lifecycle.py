@@ -5,9 +5,11 @@ Connected by worker.tasks (imported only by worker processes):
   keep a spare run child ready (evaluator.api.enable_spares: the pool child is the process that
   evaluates, so the spare must be its child, started from its main thread).
 - worker_process_shutdown (each pool child): kill the waiting spare.
-- worker_init (main process, before it consumes): register this incarnation in `workers` and
-  requeue the claims of this host's dead worker processes (worker.holder) to the front of their
-  queues — before consuming, so that this worker's first job is its predecessor's.
+- worker_init (main process, before it consumes and before the pool forks): a compile pool
+  imports torch and the build modules once, for every slot it forks; register this incarnation
+  in `workers` and requeue the claims of this host's dead worker processes (worker.holder) to
+  the front of their queues — before consuming, so that this worker's first job is its
+  predecessor's.
 - worker_ready (main process): start one background thread that heartbeats (and obeys a drain
   request), recovers orphans and runs the reconciler periodically; on a GPU worker, prepare the
   device once (probe, ceilings, precompiled header).
@@ -173,11 +175,23 @@ def _prepare_device(wsettings: WorkerSettings) -> None:
 
 def _on_init(sender: Any = None, **_: Any) -> None:
     wsettings = get_worker_settings()
+    if wsettings.stage == "compile":
+        _preload_compile()
     _register(wsettings)
     try:
         reconciler.recover_orphans(wsettings.host, getattr(sender, "app", None))
     except Exception as exc:  # the database may be down at start; the background loop retries
         log.warning("could not recover this host's orphaned claims yet: %s", exc)
+
+
+def _preload_compile() -> None:
+    """Before the pool forks (worker_init runs in the main process ahead of it)."""
+    from worker.compile_stage import preload
+
+    try:
+        log.info("compile pool preloaded torch and the build modules in %.1f s", preload())
+    except Exception as exc:  # each slot then imports on its first job, as before
+        log.warning("compile pool preload failed: %s", exc)
 
 
 def _prepare_compile(wsettings: WorkerSettings) -> None:

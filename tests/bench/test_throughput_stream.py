@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from bench.throughput import problem_sources, shrink
+from bench.throughput import problem_sources, shrink, spread_over_languages
 from bench.throughput_stream import (
     KERNELS,
     cpu_stream,
@@ -27,6 +27,15 @@ def test_the_gpu_stream_is_distinct_and_mixed() -> None:
     assert kinds == {"correct": 170, "incorrect": 20, "compile_error": 10}
     # Another base shares no source with it (warm-up and a re-run send only new kernels).
     assert not {c.source for c in stream} & {c.source for c in gpu_stream(sources, 200, base=50_000)}
+
+
+def test_the_empty_queue_probes_take_the_languages_in_turn() -> None:
+    stream = gpu_stream(problem_sources("cuda", 6), 200, seed=3)
+    probes = spread_over_languages(stream, 8)
+    assert Counter(c.language for c in probes) == {"cuda": 2, "hip": 2, "triton": 2, "kernelbench": 2}
+    # Within a language, the stream's own order (the shuffle still picks which kernels).
+    cuda = [c for c in stream if c.language == "cuda"]
+    assert [c for c in probes if c.language == "cuda"] == cuda[:2]
 
 
 def test_python_candidates_parse_except_the_broken_ones() -> None:
