@@ -485,10 +485,29 @@ def _sync_all(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# The caller's stream is held this long (GPU clock cycles: ~50 ms at 2 GHz) while the candidate
-# is called: long beside any launch and the host wait below, short beside the checks' budget.
-HOLD_CYCLES = 100_000_000
-_HOLD_POLLS_S = (0.002, 0.01, 0.03)
+# The caller's stream is held at least this long while the candidate is called: long beside any
+# launch and the host wait below, short beside the checks' budget; longer where the call's work
+# is long (HOLD_PER_WORK times it), so that work on a side stream can finish, and be read, while
+# the caller's stream is still held. Capped: past it the check reads what it can.
+HOLD_MIN_S = 0.05
+HOLD_PER_WORK = 6.0
+HOLD_MAX_S = 2.0
+_READ_EVERY_S = 0.002
+
+
+@functools.lru_cache(maxsize=8)
+def spin_cycles_per_second(index: int) -> float:
+    """The rate of torch.cuda._sleep's clock on this device, measured once (~10 ms)."""
+    device = torch.device("cuda", index)
+    cycles = 10_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.cuda.device(device):
+        torch.cuda._sleep(cycles // 10)  # the clock ramps up from idle
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+    return cycles / max(start.elapsed_time(end) / 1000.0, 1e-6)
 
 
 def check_unordered_work(
@@ -503,31 +522,52 @@ def check_unordered_work(
     KernelBench's side-stream case finished its 3 us kernel long before the escaping-work check
     looked. Nothing is concluded when the call itself waited for the spin (it synchronizes), or
     when unwritten memory could hold the final values by chance: an output of one repeated value
-    (zeros: fresh device memory), or one that shares memory with an input."""
+    (zeros: fresh device memory), or one that shares memory with an input.
+
+    A synchronized call first says how long the work takes (the hold is sized from it) and what
+    the outputs look like: the reads while the stream is held go into buffers allocated before
+    it, because an allocation then could synchronize the device (the caching allocator frees its
+    cached blocks with cudaFree when memory runs short; on a 6 GiB problem the side stream's
+    kernel then finished before anything was read, and the hack passed as honest)."""
     if device.type != "cuda":
         return []
     _sync_all(device)
+    started = time.perf_counter()
+    shaped = tensors_of(candidate(*inputs))
+    _sync_all(device)
+    work_s = time.perf_counter() - started
+    # Two sets: a read goes into the one `early` does not hold, so the latest read that ended
+    # with the stream still held is never overwritten by one that did not.
+    reads = [[torch.empty_like(t) for t in shaped] for _ in range(2)]
+    del shaped
     for size in sorted({t.untyped_storage().nbytes() for t in tensors_of(list(inputs))}, reverse=True):
         poison_free_memory(device, float("nan"), size)
+    hold_s = min(HOLD_MIN_S + HOLD_PER_WORK * work_s, HOLD_MAX_S)
+    rate = spin_cycles_per_second(device.index if device.index is not None else torch.cuda.current_device())
     held = torch.cuda.current_stream(device)
-    torch.cuda._sleep(HOLD_CYCLES)
+    torch.cuda._sleep(int(hold_s * rate))
     outputs = candidate(*inputs)
+    final = tensors_of(outputs)
+    if [(t.shape, t.dtype) for t in final] != [(t.shape, t.dtype) for t in reads[0]]:
+        _sync_all(device)
+        return []  # outputs unlike the first call's: no buffers to read them into
     reader = torch.cuda.Stream(device)
     early: list[torch.Tensor] | None = None
-    for wait_s in _HOLD_POLLS_S:
-        time.sleep(wait_s)
+    while True:
+        time.sleep(_READ_EVERY_S)
         if held.query():
             break  # the spin is over (or the call waited for it): inconclusive from here on
+        into = reads[1] if early is reads[0] else reads[0]
         with torch.cuda.stream(reader):
-            seen = [t.detach().clone() for t in tensors_of(outputs)]
+            for dst, src in zip(into, final, strict=True):
+                dst.copy_(src)
         reader.synchronize()
         if held.query():
             break
-        early = seen
+        early = into
     _sync_all(device)
     if early is None:
         return []
-    final = tensors_of(outputs)
     input_ptrs = {t.untyped_storage().data_ptr() for t in tensors_of(list(inputs))}
     if any(t.untyped_storage().data_ptr() in input_ptrs for t in final):
         return []

@@ -248,6 +248,29 @@ def test_gpu_side_stream_escapes() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_held_stream_outlasts_long_side_work() -> None:
+    """Side-stream work of 100 ms, twice the held stream's minimum: the hold is sized from a
+    synchronized call, so the work still ends, and is read, while the caller's stream is held
+    (a fixed 50 ms hold read only poisoned memory and concluded nothing)."""
+    dev = torch.device("cuda")
+    side = torch.cuda.Stream(dev)
+    cycles = int(0.1 * I.spin_cycles_per_second(torch.cuda.current_device()))
+
+    def slow_side_stream(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(cycles)
+            out.copy_(torch.where(x > 0, x, 0.0))
+        return out
+
+    x = torch.randn(1 << 20, device=dev)
+    assert I.check_unordered_work(slow_side_stream, [x], dev) == [I.SIDE_STREAM_WORK]
+    honest = I.check_unordered_work(lambda t: torch.where(t > 0, t, 0.0), [x], dev)
+    assert honest == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_gpu_recycled_memory() -> None:
     dev = torch.device("cuda")
     assert I.RECYCLED_MEMORY in check(lambda x: torch.empty_like(x), dev)
