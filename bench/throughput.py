@@ -270,6 +270,8 @@ def probe_row(row: dict[str, Any], kinds: dict[str, Candidate]) -> dict[str, Any
         "verdict": row.get("verdict"),
         "latency_s": latency(row),
         "durations_s": (row.get("result") or {}).get("durations_s") or {},
+        # Which path the build took (lite, the regular headers, a fallback): its first lines.
+        "compile_log_head": (((row.get("result") or {}).get("logs") or {}).get("compile") or "")[:300],
     }
 
 

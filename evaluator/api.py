@@ -524,6 +524,7 @@ def _prebuild_inline(
     the stand-in torch (no torch import: 5-8 s less), then, if that import failed before it
     built anything, against the real one. Decides no verdict: whatever went wrong, the run meets
     it again and reports it as it always did."""
+    from evaluator.build.engine import timed_step
     from evaluator.build.prepare import ensure_toolchain
 
     log = ensure_toolchain(_native_cache(cache_dir), target.backend)
@@ -531,20 +532,26 @@ def _prebuild_inline(
         options.scratch_root.mkdir(parents=True, exist_ok=True)
     (cache_dir / "inline").mkdir(parents=True, exist_ok=True)
     stub = _stub_facts(target)
-    report = _ahead_child(submission, options, cache_dir, target, stub)
+    durations: dict[str, float] = {}
+    with timed_step(durations, "compile_child"):
+        report = _ahead_child(submission, options, cache_dir, target, stub)
     if stub is not None and report.other_error is not None and report.builds == 0:
         log += f"the stand-in torch could not import the candidate ({report.other_error}); importing it with torch\n"
-        report = _ahead_child(submission, options, cache_dir, target, None)
+        with timed_step(durations, "compile_torch_child"):
+            report = _ahead_child(submission, options, cache_dir, target, None)
     elapsed = time.monotonic() - started
     built = report.builds > 0 and report.build_error is None
     if built and report.stubbed:
         log += "built ahead under the stand-in torch\n"
+    if report.lite is False:
+        log += "a load_inline build did not take the lite torch API\n"
     note = report.build_error or report.other_error or ""
+    durations |= {f"compile_{step}": seconds for step, seconds in report.steps_s.items()}
     return BuildOutcome(
         target=target,
         built=built,
         log=(log + note)[-LOG_TAIL:],
-        durations_s={"compile": round(elapsed, 4)},
+        durations_s={"compile": round(elapsed, 4)} | {k: round(v, 4) for k, v in durations.items()},
     )
 
 

@@ -118,6 +118,7 @@ def compile_and_hand_off(claimed: store.Claim) -> str:
     handoff: dict[str, Any] = {
         "compile_s": round(compile_s, 4),
         "compile_steps_s": {k: v for k, v in outcome.durations_s.items() if k.startswith("compile_")},
+        "compile_log": outcome.log[-2000:],
         "built": outcome.built,
         "cached": outcome.cached,
         "handed_off_at": time.time(),

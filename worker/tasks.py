@@ -165,8 +165,9 @@ def _evaluate_claimed(self: Task, claimed: store.Claim, handoff: dict[str, Any] 
 
 
 def _with_stage_durations(result: Result, handoff: dict[str, Any], taken_at: float) -> Result:
-    """The run found its build cached; the compile it reports is the compile pool's, and the wait
-    for a free device (`gpu_wait`) and the run stage's own wall time (`gpu_stage`) are added."""
+    """The run found its build cached; the compile it reports is the compile pool's (its time,
+    its steps and, where the run logged no compile, its log), and the wait for a free device
+    (`gpu_wait`) and the run stage's own wall time (`gpu_stage`) are added."""
     durations = dict(result.durations_s)
     if "compile_s" in handoff:
         durations["compile"] = round(float(handoff["compile_s"]), 4)
@@ -174,7 +175,11 @@ def _with_stage_durations(result: Result, handoff: dict[str, Any], taken_at: flo
     if "handed_off_at" in handoff:
         durations["gpu_wait"] = round(max(taken_at - float(handoff["handed_off_at"]), 0.0), 4)
     durations["gpu_stage"] = round(time.time() - taken_at, 4)
-    return result.model_copy(update={"durations_s": durations})
+    update: dict[str, Any] = {"durations_s": durations}
+    if handoff.get("compile_log") and not result.logs.compile:
+        # The build happened in the compile pool; the run found it cached and logged nothing.
+        update["logs"] = result.logs.model_copy(update={"compile": str(handoff["compile_log"])})
+    return result.model_copy(update=update)
 
 
 def _guarded(self: Task, claimed: store.Claim, work: Callable[[], str], *, resend: bool) -> str:

@@ -50,6 +50,11 @@ class AheadReport(BaseModel):
     build_error: str | None = None  # a build failed (the compiler's log tail)
     other_error: str | None = None  # the import failed for another reason
     stubbed: bool = False  # imported under the stand-in torch
+    # Under the stand-in: the builds' steps (lite_units, lite_link, units, link; summed over the
+    # builds) and whether every build took the lite torch API, so a result says where a
+    # KernelBench compile went.
+    steps_s: dict[str, float] = {}
+    lite: bool | None = None
 
 
 def run_job(job_path: Path) -> int:
@@ -81,6 +86,10 @@ def _import_stubbed(job: AheadJob) -> AheadReport:
             if not out.ok:
                 raise NativeBuildError(spec.module_name, out.log)
             report.builds += 1
+            for step, seconds in ({} if out.cached else out.steps_s).items():
+                report.steps_s[step] = round(report.steps_s.get(step, 0.0) + seconds, 4)
+            built_lite = "== built with the lite torch API" in out.log
+            report.lite = built_lite if report.lite is None else report.lite and built_lite
             return stub_torch.Stub(spec.module_name)
 
         return record

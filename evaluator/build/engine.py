@@ -199,12 +199,12 @@ def _compile_lite(
     units = spec.lite_units or []
     lite_work = work / "lite"
     lite_work.mkdir(exist_ok=True)
-    with _timed(steps, "lite_units"):
+    with timed_step(steps, "lite_units"):
         objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
     if not all(ok for ok, _ in results.values()):
         return None, _format_log(results)
     module_path = work / f"{spec.module_name}.so"
-    with _timed(steps, "lite_link"):
+    with timed_step(steps, "lite_link"):
         ok, link_log = _compile(
             lite.link_command(objects, module_path, lite_dir, lite_flavor(spec)), deadline.left()
         )
@@ -213,7 +213,7 @@ def _compile_lite(
 
 
 @contextlib.contextmanager
-def _timed(steps: dict[str, float], name: str) -> Iterator[None]:
+def timed_step(steps: dict[str, float], name: str) -> Iterator[None]:
     """Adds the block's wall seconds to steps[name] (a retried step counts once, summed)."""
     start = time.monotonic()
     try:
@@ -261,7 +261,7 @@ def compile_to(
             )
         log = "== the lite torch API could not build this source; building with PyTorch's headers\n"
     units = spec.units
-    with _timed(steps, "units"):
+    with timed_step(steps, "units"):
         objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
     log += _format_log(results)
     light_failed = any(
@@ -271,7 +271,7 @@ def compile_to(
     if light_failed and spec.fallback_units is not None:
         log += "== retrying with the full <torch/extension.h>\n"
         units = spec.fallback_units
-        with _timed(steps, "units"):
+        with timed_step(steps, "units"):
             objects, results = _compile_units(units, spec, work, pch_dir, jobs, deadline)
         log += _format_log(results)
     if not all(ok for ok, _ in results.values()):
@@ -284,7 +284,7 @@ def compile_to(
             transient=_TRANSIENT_FAILURE.search(failed) is not None,
             steps_s=steps,
         )
-    with _timed(steps, "link"):
+    with timed_step(steps, "link"):
         ok, module_path, link_log = _link(spec, units, objects, work, deadline)
     log += link_log
     if not ok:

@@ -74,6 +74,11 @@ def test_kernelbench_builds_ahead_in_a_sandbox_and_the_run_only_loads(cpu_option
     assert outcome.result is None and outcome.built, outcome.log
     assert "under the stand-in torch" in outcome.log, outcome.log  # no torch import in the child
     assert set(modules.glob("*")) - before  # the module is where the run's shim looks
+    # Where the compile went: the ahead child's life, and inside it the lite build's steps.
+    steps = outcome.durations_s
+    assert 0 < steps["compile_lite_units"] < steps["compile_child"] <= steps["compile"], steps
+    assert "compile_lite_link" in steps and "compile_units" not in steps, steps
+    assert "did not take the lite torch API" not in outcome.log
 
     result = evaluate(PROBLEM, submission, cpu_options)
     assert result.verdict == Verdict.CORRECT, result.message
@@ -107,3 +112,4 @@ def test_kernelbench_the_stand_in_torch_cannot_import_is_built_with_torch(cpu_op
     assert outcome.result is None and outcome.built, outcome.log
     assert "the stand-in torch could not import the candidate" in outcome.log, outcome.log
     assert "under the stand-in torch" not in outcome.log
+    assert "compile_torch_child" in outcome.durations_s  # the second child's time, said apart
