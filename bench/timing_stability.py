@@ -60,6 +60,38 @@ CASES: list[tuple[str, str, dict[str, int], str, str]] = [
     ("relu 4096x786432 cuda", "relu", {"batch_size": 4096, "dim": 786432}, "relu/cuda.cu", "cuda"),
 ]
 QUICK_SIZES = {"batch_size": 4, "dim": 256, "tokens": 4, "hidden": 256}
+# An fp32 input may take this share of the device's memory: an evaluation keeps about ten
+# problem-sized buffers alive (rotating inputs, outputs, the integrity checks' copies). The 12.9 GB
+# input of the largest case fits an H200 (141 GB) and was a runtime_error on an 80 GB H100.
+INPUT_SHARE_OF_MEMORY = 0.1
+
+
+def fitted(name: str, sizes: dict[str, int], memory_bytes: int | None) -> tuple[str, dict[str, int]]:
+    """A relu case whose input would not fit beside its copies gets a smaller `dim` (a multiple
+    of 65,536), and its row name says so; every other case is as declared."""
+    if memory_bytes is None or set(sizes) != {"batch_size", "dim"}:
+        return name, sizes
+    cap = int(memory_bytes * INPUT_SHARE_OF_MEMORY) // (4 * sizes["batch_size"])
+    if sizes["dim"] <= cap:
+        return name, sizes
+    dim = max(65_536, cap // 65_536 * 65_536)
+    return name.replace(f"x{sizes['dim']}", f"x{dim}"), {**sizes, "dim": dim}
+
+
+def device_memory_bytes() -> int | None:
+    """The first visible GPU's memory, from nvidia-smi (this process never touches the device)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
+        return int(out[0]) * 1024 * 1024 if out else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
 METHODS = ("kjudge", "eager", "kernelbench", "do_bench")
 
 
@@ -87,9 +119,11 @@ def prepare(workdir: Path, quick: bool, cache_dir: Path, only: list[str] | None)
     device = "cuda" if not quick else "auto"
     target = probe_target(device, child_env(workdir, cache_dir, None), cache_dir)
     cases = []
-    for name, problem, sizes, kernel, language in CASES:
-        if only and not any(o in name for o in only):
+    memory = None if quick else device_memory_bytes()
+    for declared, problem, declared_sizes, kernel, language in CASES:
+        if only and not any(o in declared for o in only):
             continue
+        name, sizes = fitted(declared, declared_sizes, memory)
         if quick:
             sizes = {k: QUICK_SIZES[k] for k in sizes}
         path = workdir / f"{re.sub(r'[^a-z0-9]+', '_', name)}.py"
