@@ -544,7 +544,7 @@ def _prebuild_inline(
     if built and report.stubbed:
         log += "built ahead under the stand-in torch\n"
     if report.lite is False:
-        log += "a load_inline build did not take the lite torch API\n"
+        log += f"a load_inline build did not take the lite torch API:\n{report.not_lite_log}\n"
     note = report.build_error or report.other_error or ""
     durations |= {f"compile_{step}": seconds for step, seconds in report.steps_s.items()}
     return BuildOutcome(

@@ -55,6 +55,7 @@ class AheadReport(BaseModel):
     # KernelBench compile went.
     steps_s: dict[str, float] = {}
     lite: bool | None = None
+    not_lite_log: str = ""  # the head of a build's log that did not take the lite API
 
 
 def run_job(job_path: Path) -> int:
@@ -89,6 +90,8 @@ def _import_stubbed(job: AheadJob) -> AheadReport:
             for step, seconds in ({} if out.cached else out.steps_s).items():
                 report.steps_s[step] = round(report.steps_s.get(step, 0.0) + seconds, 4)
             built_lite = "== built with the lite torch API" in out.log
+            if not built_lite and not report.not_lite_log:
+                report.not_lite_log = out.log[:1500]
             report.lite = built_lite if report.lite is None else report.lite and built_lite
             return stub_torch.Stub(spec.module_name)
 

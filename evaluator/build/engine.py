@@ -341,6 +341,8 @@ def build_spec(
             )
         if spec.lite_units:
             lite_dir = lite.find_runtime(trusted_pch_cache, lite_flavor(spec))
+            if lite_dir is None:
+                log += "no lite runtime from the parent; building with PyTorch's headers\n"
     else:
         pch_start = time.monotonic()
         if needs_pch(spec):
