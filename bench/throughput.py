@@ -157,7 +157,9 @@ class Client:
     async def wait_one(self, sid: str, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while True:
-            r = await self.http.get(f"/v1/submissions/{sid}", params={"wait": 20})
+            # The server's long poll never outlasts the caller's deadline (--max-wall holds).
+            wait = int(min(20, max(1, deadline - time.monotonic())))
+            r = await self.http.get(f"/v1/submissions/{sid}", params={"wait": wait})
             r.raise_for_status()
             body = r.json()
             if body["status"] in FINAL or time.monotonic() > deadline:
@@ -354,7 +356,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     for c in probes:
         sid = await client.submit(ids[c.problem], c, "empty-queue")
         kinds[sid] = c
-        empty_rows.append(await client.wait_one(sid, 600))
+        empty_rows.append(await client.wait_one(sid, wall_left(args, 600)))
         print(f"empty queue: {c.language} {c.kind} -> {empty_rows[-1].get('verdict')} "
               f"in {latency(empty_rows[-1]) or float('nan'):.1f} s", file=sys.stderr)  # fmt: skip
 
@@ -374,7 +376,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     # then run back to back with nothing compiling)...
     idle = [launch_bound(args.target, base + 90_000 + k) for k in range(1, 1 + args.stability)]
     idle_ids = await asyncio.gather(*(client.submit(ids[c.problem], c, "stability-idle") for c in idle))
-    idle_rows = list(await asyncio.gather(*(client.wait_one(s, 600) for s in idle_ids)))
+    idle_rows = list(await asyncio.gather(*(client.wait_one(s, wall_left(args, 600)) for s in idle_ids)))
 
     # 3. Backlog: everything else at once; first the same launch-bound kernel again, so that it
     # runs while the rest of the stream saturates the compile pool.
@@ -400,7 +402,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     window_end = time.time() if pending else max(_ts(listing[s]["finished_at"]) or started for s in sids)
     finished = [s for s in sids if listing.get(s, {}).get("status") in FINAL]
     rows = list(await asyncio.gather(*(client.result(s) for s in finished)))
-    busy_rows = list(await asyncio.gather(*(client.wait_one(s, 60) for s in busy_ids)))
+    busy_rows = list(await asyncio.gather(*(client.wait_one(s, wall_left(args, 60)) for s in busy_ids)))
     t0 = min(_ts(r["created_at"]) or started for r in rows) if rows else started
     window = max(window_end - t0, 1e-9)
     in_window = [r for r in rows if (_ts(r.get("finished_at")) or 0) <= window_end]
@@ -484,6 +486,13 @@ def by_language(rows: list[dict[str, Any]], kinds: dict[str, Candidate]) -> dict
         if c is not None and x is not None:
             latencies.setdefault(c.language, []).append(x)
     return {lang: pct(xs, 0.5) for lang, xs in sorted(latencies.items())}
+
+
+def wall_left(args: argparse.Namespace, cap: float) -> float:
+    """A wait of at most `cap` seconds that still lets the run end inside --max-wall (less 20 s
+    for the report and the server's stop, and the KernelBench harness's budget)."""
+    left = args.t_start + args.max_wall - 20 - kernelbench_reserve(args) - time.time()
+    return min(cap, max(1.0, left))
 
 
 def kernelbench_reserve(args: argparse.Namespace) -> float:
