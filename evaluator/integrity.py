@@ -548,9 +548,9 @@ def check_unordered_work(
     torch.cuda._sleep(int(hold_s * rate))
     outputs = candidate(*inputs)
     final = tensors_of(outputs)
-    if [(t.shape, t.dtype) for t in final] != [(t.shape, t.dtype) for t in reads[0]]:
+    if not final or [(t.shape, t.dtype) for t in final] != [(t.shape, t.dtype) for t in reads[0]]:
         _sync_all(device)
-        return []  # outputs unlike the first call's: no buffers to read them into
+        return []  # no tensor to read, or outputs unlike the first call's: no buffers for them
     reader = torch.cuda.Stream(device)
     early: list[torch.Tensor] | None = None
     while True:
