@@ -28,7 +28,7 @@ from evaluator.build.toolchain import (
 )
 from evaluator.result import Backend
 from evaluator.targets import cuda, rocm
-from evaluator.targets.hip_on_cuda import SHIM_HEADER
+from evaluator.targets.hip_on_cuda import shim_flags
 
 SHADOW_INCLUDE = Path(__file__).parent / "shadow"
 # How nvcc/hipcc report a name the light <torch/extension.h> may lack (torch::nn, py::, ...).
@@ -94,7 +94,7 @@ def _device_command(unit: Unit, spec: BuildSpec, source: Path, output: Path) -> 
         if unit.torch_half_defines:
             defines += cuda.TORCH_NVCC_DEFINES
         if unit.hip_shim:
-            extra += ["-include", str(SHIM_HEADER)]
+            extra += shim_flags(unit.code)
         return cuda.nvcc_compile_command(
             source=source,
             output=output,

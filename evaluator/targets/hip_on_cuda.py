@@ -26,6 +26,17 @@ from functools import lru_cache
 from pathlib import Path
 
 SHIM_HEADER = Path(__file__).parent / "include" / "kjudge_hip_on_cuda.h"
+# Any code with a half or bfloat16 type names one of these (HIP's, CUDA's, PyTorch's spellings,
+# their headers, PyTorch's dispatch macros): broad on purpose, a false hit only costs the parse.
+_HALF_NAMES = re.compile(r"half|bf16|bfloat|fp16|REDUCED_FLOATING", re.IGNORECASE)
+
+
+def shim_flags(code: str) -> list[str]:
+    """nvcc flags that force-include the shim into a translated unit; its half and bfloat16 part
+    only where the code names such a type (most of the shim's parse otherwise)."""
+    half = ["-DKJUDGE_HIP_HALF"] if _HALF_NAMES.search(code) else []
+    return [*half, "-include", str(SHIM_HEADER)]
+
 
 # PyTorch's HIP-side names (what hipified PyTorch code and HIP written for PyTorch use) that the
 # CUDA->HIP table does not cover, because on ROCm PyTorch keeps the CUDA spellings "masquerading".

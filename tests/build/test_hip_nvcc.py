@@ -14,7 +14,7 @@ import pytest
 
 from evaluator.result import Target
 from evaluator.targets import cuda
-from evaluator.targets.hip_on_cuda import SHIM_HEADER, translate
+from evaluator.targets.hip_on_cuda import shim_flags, translate
 
 from ._support import SAMPLES, requires_nvcc
 
@@ -33,7 +33,7 @@ def _nvcc(
         cxx_std="c++17",
         includes=cuda.include_flags(),
         defines=[],
-        extra=["-include", str(SHIM_HEADER)],
+        extra=shim_flags(source),
     )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode == 0 and link:

@@ -139,3 +139,19 @@ def test_looks_like_hip() -> None:
     assert looks_like_hip("hipMemcpyAsync(a, b, n, hipMemcpyDeviceToDevice, s);")
     assert looks_like_hip("auto s = at::hip::getCurrentHIPStream();")
     assert not looks_like_hip("#include <cuda_runtime.h>\ncudaMalloc(&p, n); // no hip here")
+
+
+def test_the_shims_half_part_only_for_code_that_names_a_half_type() -> None:
+    from evaluator.targets.hip_on_cuda import shim_flags
+
+    relu = "__global__ void relu(const float* x, float* y, int n) { y[0] = x[0]; }"
+    assert "-DKJUDGE_HIP_HALF" not in shim_flags(relu) and shim_flags(relu)[-2] == "-include"
+    for code in (
+        "__half h;",
+        "__nv_bfloat16 b;",  # a translated __hip_bfloat16
+        "hip_bfloat16 c;",
+        "#include <cuda_fp16.h>",
+        "at::Half* p;",
+        'AT_DISPATCH_REDUCED_FLOATING_TYPES(t, "k", [&] {});',
+    ):
+        assert "-DKJUDGE_HIP_HALF" in shim_flags(code), code

@@ -57,7 +57,7 @@ def test_native_kernels_compile_for_sm90(tmp_path: Path) -> None:
     from evaluator.build.engine import SHADOW_INCLUDE
     from evaluator.result import Backend, Target
     from evaluator.targets import cuda
-    from evaluator.targets.hip_on_cuda import SHIM_HEADER, translate
+    from evaluator.targets.hip_on_cuda import shim_flags, translate
 
     parts = []
     for problem, lang, path in KERNELS:
@@ -83,7 +83,7 @@ def test_native_kernels_compile_for_sm90(tmp_path: Path) -> None:
         cxx_std="c++17",
         includes=includes,
         defines=[],
-        extra=["-include", str(SHIM_HEADER)],
+        extra=shim_flags(unit.read_text()),
     )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     errors = "\n".join(line for line in proc.stderr.splitlines() if "error" in line)
