@@ -26,6 +26,7 @@ from evaluator.build.toolchain import (
     torch_info,
     torch_system_includes,
 )
+from evaluator.build.undefined_names import only_own_undefined_names
 from evaluator.result import Backend
 from evaluator.targets import cuda, rocm
 from evaluator.targets.hip_on_cuda import shim_flags
@@ -192,24 +193,48 @@ def _link(
     return ok, module_path, log
 
 
+def _fuller_headers(units: list[Unit]) -> list[Path]:
+    """What a regular build adds to a lite or light unit's headers: PyTorch's, Python's and the
+    toolkit's (a lite CUDA unit sees fewer of the toolkit's headers than torch's pull in)."""
+    info = torch_info()
+    dirs = [Path(d) for d in [*info.include_dirs, info.python_include]]
+    homes = {
+        UnitKind.CUDA: cuda.cuda_home,
+        UnitKind.HIP: rocm.rocm_home,
+    }
+    for kind in {u.kind for u in units} & homes.keys():
+        home = homes[kind]()
+        if home is not None:
+            dirs.append(home / "include")
+    return dirs
+
+
+def _source_own_errors(results: dict[str, tuple[bool, str]], units: list[Unit]) -> bool:
+    """The failed units' errors are all names no fuller header mentions: a regular build of the
+    same source fails the same way (evaluator/build/undefined_names.py)."""
+    failed = "\n".join(text for ok, text in results.values() if not ok)
+    return bool(failed) and only_own_undefined_names(failed, _fuller_headers(units))
+
+
 def _compile_lite(
     spec: BuildSpec, work: Path, lite_dir: Path, jobs: int, deadline: _Deadline, steps: dict[str, float]
-) -> tuple[Path | None, str]:
-    """The lite attempt: (module path, log) when it built, (None, why not) when it did not."""
+) -> tuple[Path | None, str, bool]:
+    """The lite attempt: (module path, log, False) when it built, (None, why not, final) when it
+    did not; final: the source's own error, which a regular build would only repeat."""
     units = spec.lite_units or []
     lite_work = work / "lite"
     lite_work.mkdir(exist_ok=True)
     with timed_step(steps, "lite_units"):
         objects, results = _compile_units(units, spec, lite_work, None, jobs, deadline)
     if not all(ok for ok, _ in results.values()):
-        return None, _format_log(results)
+        return None, _format_log(results), _source_own_errors(results, units)
     module_path = work / f"{spec.module_name}.so"
     with timed_step(steps, "lite_link"):
         ok, link_log = _compile(
             lite.link_command(objects, module_path, lite_dir, lite_flavor(spec)), deadline.left()
         )
     link_log = f"== link: {'ok' if ok else 'FAILED'}\n{link_log.strip()}\n" if link_log.strip() else ""
-    return (module_path if ok else None), _format_log(results) + link_log
+    return (module_path if ok else None), _format_log(results) + link_log, False
 
 
 @contextlib.contextmanager
@@ -249,7 +274,7 @@ def compile_to(
     log = ""
     steps: dict[str, float] = {}
     if spec.lite_units and lite_dir is not None:
-        module_path, lite_log = _compile_lite(spec, work, lite_dir, jobs, deadline, steps)
+        module_path, lite_log, final = _compile_lite(spec, work, lite_dir, jobs, deadline, steps)
         if module_path is not None:
             return BuildOutput(
                 ok=True,
@@ -257,6 +282,15 @@ def compile_to(
                 module_name=spec.module_name,
                 log="== built with the lite torch API\n" + lite_log,
                 seconds=time.monotonic() - start,
+                steps_s=steps,
+            )
+        if final:
+            return BuildOutput(
+                ok=False,
+                log="== every error names something no PyTorch or toolkit header declares: "
+                "not built again with PyTorch's headers\n" + lite_log,
+                seconds=time.monotonic() - start,
+                message="compilation failed; see logs.compile",
                 steps_s=steps,
             )
         log = "== the lite torch API could not build this source; building with PyTorch's headers\n"
@@ -267,7 +301,7 @@ def compile_to(
     light_failed = any(
         not results[u.name][0] and u.light_torch and _MISSING_DECLARATION.search(results[u.name][1])
         for u in units
-    )
+    ) and not _source_own_errors(results, units)
     if light_failed and spec.fallback_units is not None:
         log += "== retrying with the full <torch/extension.h>\n"
         units = spec.fallback_units

@@ -133,8 +133,9 @@ def module_init(module_name: str, entries: list[str]) -> str:
 def lite_unit(
     name: str, code: str, kind: UnitKind, module_name: str, entries: list[str], **fields: bool
 ) -> Unit:
-    # The lite header first, whatever the source includes first (<cuda_runtime.h>, <vector>...).
-    body = "#include <torch/extension.h>\n" + code + module_init(module_name, entries)
+    # The lite header first, whatever the source includes first (<cuda_runtime.h>, <vector>...);
+    # `#line 1`: a lite build's errors give the submission's own line numbers.
+    body = "#include <torch/extension.h>\n#line 1\n" + code + module_init(module_name, entries)
     return Unit(name=name, code=body, kind=kind, lite=True, **fields)
 
 

@@ -351,3 +351,26 @@ def test_lite_cuda_units_compile_with_nvcc(
         "PyInit_" + spec.module_name
         in subprocess.run(["nm", str(tmp_path / "unit.o")], capture_output=True, text=True).stdout
     )
+
+
+def test_an_undefined_name_of_the_sources_own_is_not_built_again(
+    build_cache: Path, cpu_target: Target
+) -> None:
+    """No fuller header declares it: the lite build's error is the verdict's, with the source's
+    own line number, and PyTorch's headers are never compiled."""
+    lines = API_TOUR.splitlines()
+    at = next(i for i, line in enumerate(lines) if "return out;" in line)
+    lines[at] = f"    return out * kjudge_undeclared_{time.time_ns()};"
+    out = build_native("\n".join(lines) + "\n", Language.CPP, "forward", cpu_target, build_cache)
+    assert not out.ok and out.message == "compilation failed; see logs.compile"
+    assert "lite_units" in out.steps_s and "units" not in out.steps_s, out.steps_s
+    assert "not built again with PyTorch's headers" in out.log, out.log
+    assert f"submission.cpp:{at + 1}:" in out.log and "was not declared" in out.log, out.log
+
+
+def test_a_torch_name_the_lite_api_lacks_is_built_with_pytorchs_headers(
+    build_cache: Path, cpu_target: Target
+) -> None:
+    source = API_TOUR.replace("return out;\n}", 'TORCH_WARN_ONCE("kept");\n    return out;\n}', 1)
+    out = _build(source + f"// {time.time_ns()}\n", cpu_target, build_cache)
+    assert out.ok and LITE_NOTE not in out.log and "building with PyTorch's headers" in out.log, out.log
