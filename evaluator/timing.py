@@ -68,9 +68,12 @@ BATCH_BYTES = 1 << 30
 # Where a tiny kernel's inputs sit in device memory moves its time: on the H200 the medians of
 # ReLU 16x16384 over four fresh allocations in one process spread 1.16-1.22x, each allocation's
 # own median steady (bench/timing_probe.py), the same spread as between separate evaluations.
-# Samples therefore rotate over this many batches captured on separate allocations, so that one
-# evaluation's median averages placements instead of drawing a single one.
-PLACEMENTS = 4
+# Samples therefore rotate over this many batches captured on separate allocations, each behind
+# a spacer of random size (inputs and outputs alike), so that one evaluation's median averages
+# placements instead of drawing a single one; four placements left the Triton softmax 256x4096
+# (7.5 us) 1.11x apart over nine evaluations on the H100.
+PLACEMENTS = 8
+SPACER_BYTES = (1 << 20, 3 << 20)  # large-pool sized, so that it shifts large blocks
 
 # Checks: each call is checked with probability p, p = CHECKS_WANTED / expected calls, at least
 # MIN_CHECK_PROBABILITY. A candidate skipping the work on half of N timed calls escapes with
@@ -333,20 +336,48 @@ class L2Flusher:
 
 class ClockKeeper:
     """Keeps the GPU busy where the timer itself would leave it idle, so that its clocks are up
-    when a timed region starts: a spin kernel before warm-up (an idle GPU starts slow: the first
-    of ten fresh processes read up to 10% slower), and one covering the host's refill of a
-    batch's inputs (the small kernels' refill is host-bound)."""
+    when a timed region starts: a ramp before warm-up (an idle GPU starts slow: the first of ten
+    fresh processes read up to 10% slower), and a spin covering the host's refill of a batch's
+    inputs (the small kernels' refill is host-bound)."""
 
-    RAMP_MS = 50.0
+    RAMP_MIN_MS = 50.0
+    RAMP_MAX_MS = 1000.0
+    RAMP_CHUNK_MS = 5.0
+    # The ramp ends once this many chunks in a row ran within RAMP_SETTLED of the fastest clock.
+    RAMP_SETTLED_CHUNKS = 3
+    RAMP_SETTLED = 0.01
 
     def __init__(self) -> None:
+        self.cycles_per_ms = self._rate(1_000_000)
+
+    @staticmethod
+    def _rate(cycles: int) -> float:
+        """SM cycles per millisecond while spinning `cycles`: torch.cuda._sleep counts clock
+        cycles, so its duration reads the clock the SMs run at."""
         start, end = _event_pair()
-        cycles = 1_000_000
         start.record()
         torch.cuda._sleep(cycles)
         end.record()
         torch.cuda.synchronize()
-        self.cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+        return cycles / max(start.elapsed_time(end), 1e-3)
+
+    def ramp(self) -> float:
+        """Spin until the clock stops rising (at least RAMP_MIN_MS, at most RAMP_MAX_MS): a GPU
+        idle for long takes longer than a fixed spin to reach its clocks (the first repetition
+        of bench/timing_stability.py read the two smallest kernels 5-12% slow at 0850e82).
+        Returns the milliseconds spun."""
+        spun, settled = 0.0, 0
+        best = self.cycles_per_ms
+        while spun < self.RAMP_MAX_MS:
+            cycles = int(best * self.RAMP_CHUNK_MS)
+            rate = self._rate(cycles)
+            spun += cycles / rate
+            settled = settled + 1 if abs(rate - best) <= best * self.RAMP_SETTLED else 0
+            best = max(best, rate)
+            if spun >= self.RAMP_MIN_MS and settled >= self.RAMP_SETTLED_CHUNKS:
+                break
+        self.cycles_per_ms = best
+        return spun
 
     def spin(self, ms: float) -> None:
         """Queue `ms` of device-side busy waiting on the current stream (returns at once)."""
@@ -395,7 +426,7 @@ def time_gpu(subject: Subject, opts: TimingOptions, device: torch.device | str =
 def _time_gpu_once(
     subject: Subject, opts: TimingOptions, flush: L2Flusher, clocks: ClockKeeper, checker: Checker
 ) -> TimingStats:
-    clocks.spin(ClockKeeper.RAMP_MS)
+    clocks.ramp()
     _warm_up(subject, opts, checker, torch.cuda.synchronize)
     per_call_ms, launch_us = _probe(subject, flush, checker)
     if per_call_ms < SMALL_KERNEL_MS:
@@ -520,8 +551,15 @@ class _GraphBatch:
     """k calls captured in one CUDA graph over k static input sets; each replay runs them on
     whatever the sets hold, so fresh inputs are copied in before it (outside the timed region)."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, inputs: list[list[torch.Tensor]], outputs: list[Any]):
+    def __init__(
+        self,
+        graph: torch.cuda.CUDAGraph,
+        inputs: list[list[torch.Tensor]],
+        outputs: list[Any],
+        spacers: tuple[torch.Tensor, ...] = (),
+    ):
         self.graph, self.inputs, self.outputs = graph, inputs, outputs
+        self.spacers = spacers  # alive as long as the batch: what they shifted stays put
 
     @classmethod
     def capture_placements(cls, subject: Subject, k: int, checker: Checker, n: int) -> list[_GraphBatch]:
@@ -542,21 +580,26 @@ class _GraphBatch:
         runs once during capture and leaves an empty graph, so every slot of one replay on fresh
         inputs is checked before the graph is trusted. Either way the calls are then timed back
         to back, checked as usual: a candidate gains nothing by failing the capture."""
-        sets = [subject.fresh()[1] for _ in range(k)]
-        if not all(isinstance(x, torch.Tensor) and x.is_cuda for inputs in sets for x in inputs):
+        first = subject.fresh()[1]
+        if not all(isinstance(x, torch.Tensor) and x.is_cuda for x in first):
             return None  # a scalar argument would be frozen into the graph
+        device = first[0].device if first else torch.device("cuda")
+        del first
+        input_spacer = _spacer(device)
+        sets = [subject.fresh()[1] for _ in range(k)]
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "the CUDA Graph is empty": found out below
                 with torch.cuda.graph(graph):
+                    output_spacer = _spacer(device)  # in the graph's own pool, before the outputs
                     outputs = [subject.call(inputs) for inputs in sets]
         except Exception:  # noqa: BLE001  not capturable (a sync, the legacy stream, host work)
             torch.cuda.synchronize()
             return None
         torch.cuda.synchronize()
-        batch = cls(graph, sets, outputs)
+        batch = cls(graph, sets, outputs, (input_spacer, output_spacer))
         if subject.check is not None:
             seeds = batch.refill(subject)
             batch.replay()
@@ -577,6 +620,11 @@ class _GraphBatch:
 
     def replay(self) -> None:
         self.graph.replay()
+
+
+def _spacer(device: torch.device) -> torch.Tensor:
+    low, high = SPACER_BYTES
+    return torch.empty(low + secrets.randbelow((high - low) // 512) * 512, dtype=torch.int8, device=device)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
