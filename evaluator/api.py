@@ -96,7 +96,20 @@ def child_env(scratch: Path, cache_dir: Path, backend: Backend | None) -> dict[s
     }
     if backend is Backend.CPU:
         env |= cpu_target_module.CHILD_ENV
-    return env
+    return env | _host_compiler_env()
+
+
+def _host_compiler_env() -> dict[str, str]:
+    """The parent's host compiler, by the path it resolved: a child that builds (load_inline in
+    the ahead child or the run) keys its cache lookups with it, and the parent's precompiled
+    header and lite runtimes are found only under the same compiler. A parent with CXX=c++ once
+    sent every KernelBench candidate to the 20 s build with PyTorch's headers."""
+    from evaluator.build.toolchain import host_compiler
+
+    try:
+        return {"CXX": host_compiler()}
+    except FileNotFoundError:
+        return {}
 
 
 def prepare(device: str, cache_dir: Path) -> list[str]:

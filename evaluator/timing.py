@@ -73,7 +73,9 @@ BATCH_BYTES = 1 << 30
 # placements instead of drawing a single one; four placements left the Triton softmax 256x4096
 # (7.5 us) 1.11x apart over nine evaluations on the H100.
 PLACEMENTS = 8
-SPACER_BYTES = (1 << 20, 3 << 20)  # large-pool sized, so that it shifts large blocks
+# PyTorch's caching allocator serves blocks of <= 1 MiB and larger ones from separate pools: a
+# spacer of each size range shifts the blocks that follow it in its pool.
+SPACER_BYTES = ((512, 1 << 20), ((1 << 20) + 512, 3 << 20))
 
 # Checks: each call is checked with probability p, p = CHECKS_WANTED / expected calls, at least
 # MIN_CHECK_PROBABILITY. A candidate skipping the work on half of N timed calls escapes with
@@ -362,10 +364,12 @@ class ClockKeeper:
         return cycles / max(start.elapsed_time(end), 1e-3)
 
     def ramp(self) -> float:
-        """Spin until the clock stops rising (at least RAMP_MIN_MS, at most RAMP_MAX_MS): a GPU
-        idle for long takes longer than a fixed spin to reach its clocks (the first repetition
-        of bench/timing_stability.py read the two smallest kernels 5-12% slow at 0850e82).
-        Returns the milliseconds spun."""
+        """Spin until the clock stops rising (at least RAMP_MIN_MS, at most RAMP_MAX_MS), and
+        keep the clock found: every later spin is sized with it. Before, the rate was read once,
+        on a GPU often still idle, so a spin meant to cover the host's refill of a batch ran out
+        early at full clock and the GPU idled between batches by an amount that varied with each
+        process's first reading (H100, 0850e82: Triton softmax 256x4096 7.1-8.4 us over ten
+        evaluations, the first the slowest). Returns the milliseconds spun."""
         spun, settled = 0.0, 0
         best = self.cycles_per_ms
         while spun < self.RAMP_MAX_MS:
@@ -585,7 +589,7 @@ class _GraphBatch:
             return None  # a scalar argument would be frozen into the graph
         device = first[0].device if first else torch.device("cuda")
         del first
-        input_spacer = _spacer(device)
+        input_spacers = _spacers(device)
         sets = [subject.fresh()[1] for _ in range(k)]
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
@@ -593,13 +597,13 @@ class _GraphBatch:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "the CUDA Graph is empty": found out below
                 with torch.cuda.graph(graph):
-                    output_spacer = _spacer(device)  # in the graph's own pool, before the outputs
+                    output_spacers = _spacers(device)  # in the graph's own pool, before the outputs
                     outputs = [subject.call(inputs) for inputs in sets]
         except Exception:  # noqa: BLE001  not capturable (a sync, the legacy stream, host work)
             torch.cuda.synchronize()
             return None
         torch.cuda.synchronize()
-        batch = cls(graph, sets, outputs, (input_spacer, output_spacer))
+        batch = cls(graph, sets, outputs, input_spacers + output_spacers)
         if subject.check is not None:
             seeds = batch.refill(subject)
             batch.replay()
@@ -622,9 +626,11 @@ class _GraphBatch:
         self.graph.replay()
 
 
-def _spacer(device: torch.device) -> torch.Tensor:
-    low, high = SPACER_BYTES
-    return torch.empty(low + secrets.randbelow((high - low) // 512) * 512, dtype=torch.int8, device=device)
+def _spacers(device: torch.device) -> tuple[torch.Tensor, ...]:
+    return tuple(
+        torch.empty(low + secrets.randbelow((high - low) // 512) * 512, dtype=torch.int8, device=device)
+        for low, high in SPACER_BYTES
+    )
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:

@@ -371,7 +371,9 @@ def build_spec(
         if needs_pch(spec):
             pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
             log = (
-                "" if pch_dir is not None else "no precompiled header from the parent; building without it\n"
+                ""
+                if pch_dir is not None
+                else f"no precompiled header from the parent for {host_compiler()}; building without it\n"
             )
         if spec.lite_units:
             lite_dir = lite.find_runtime(trusted_pch_cache, lite_flavor(spec))

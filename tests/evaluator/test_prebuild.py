@@ -3,12 +3,17 @@ decides compile errors on its own, and leaves languages that build inside their 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from evaluator.api import evaluate, prebuild
+from evaluator.api import child_env, evaluate, prebuild
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
-from evaluator.result import Language, Verdict
+from evaluator.result import Backend, Language, Verdict
 
 from .conftest import CASES, EXAMPLES
 
@@ -113,3 +118,17 @@ def test_kernelbench_the_stand_in_torch_cannot_import_is_built_with_torch(cpu_op
     assert "the stand-in torch could not import the candidate" in outcome.log, outcome.log
     assert "under the stand-in torch" not in outcome.log
     assert "compile_torch_child" in outcome.durations_s  # the second child's time, said apart
+
+
+def test_children_build_with_the_parents_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The ahead child looks up the parent's precompiled header and lite runtimes under its own
+    compiler's key: with CXX=c++ in the parent only, it found neither and built every KernelBench
+    candidate with PyTorch's headers (26 s on the H100)."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    assert cxx is not None
+    monkeypatch.setenv("CXX", Path(cxx).name)
+    env = child_env(tmp_path, tmp_path, Backend.CUDA)
+    assert env["CXX"] == cxx
+    code = "from evaluator.build.toolchain import host_compiler; print(host_compiler())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == cxx, out.stderr
