@@ -4,7 +4,8 @@
 
 Builds new candidates of bench/throughput_stream.py (a variant constant no cache has seen: each
 run draws a fresh base) with `evaluator.api.prebuild`, the call the compile pool makes, one at a
-time, and prints the stage's wall time, its steps (`compile_child`, `compile_lite_units`,
+time after a worker's preparation (evaluator.api.prepare: the shared header, the lite runtimes),
+and prints the stage's wall time, its steps (`compile_child`, `compile_lite_units`,
 `compile_units`, ...) and the head of its log: which path each build took (lite torch API,
 PyTorch's headers, a retry) and why. Run it where the throughput probes are slow to see which
 step is.
@@ -39,6 +40,12 @@ def measure(problem: str, languages: list[str], target_name: str) -> list[dict[s
     spec = get_builtin(problem)
     prob = Problem.from_source(spec.source, name=problem)
     options = EvalOptions(device=target_name)
+    # The header and the lite runtimes first, as a worker's start-up builds them: no row pays them.
+    started = time.monotonic()
+    from evaluator.api import prepare
+
+    prepare(target_name, options.resolved_cache_dir())
+    print(f"worker preparation {time.monotonic() - started:.1f} s")
     base = int(time.time()) % 1_000_000 * 10
     rows = []
     for i, (language, kind) in enumerate((lang, kind) for lang in languages for kind in KINDS):
