@@ -9,6 +9,7 @@ the host compiler. A light device unit that fails is retried once with the real 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import subprocess
 import time
@@ -194,10 +195,12 @@ def _link(
 
 
 def _fuller_headers(units: list[Unit]) -> list[Path]:
-    """What a regular build adds to a lite or light unit's headers: PyTorch's, Python's and the
-    toolkit's (a lite CUDA unit sees fewer of the toolkit's headers than torch's pull in)."""
+    """What a regular build adds to a lite or light unit's headers: PyTorch's, Python's, the
+    toolkit's (a lite CUDA unit sees fewer of them than torch's pull in) and the system's and
+    compiler's (torch's headers include <cstring> and the like, so a name such as `strtok`
+    builds there without the source including it)."""
     info = torch_info()
-    dirs = [Path(d) for d in [*info.include_dirs, info.python_include]]
+    dirs = [Path(d) for d in [*info.include_dirs, info.python_include, *_system_include_dirs()]]
     homes = {
         UnitKind.CUDA: cuda.cuda_home,
         UnitKind.HIP: rocm.rocm_home,
@@ -207,6 +210,18 @@ def _fuller_headers(units: list[Unit]) -> list[Path]:
         if home is not None:
             dirs.append(home / "include")
     return dirs
+
+
+@functools.lru_cache(maxsize=1)
+def _system_include_dirs() -> tuple[Path, ...]:
+    dirs = [Path("/usr/include"), Path("/usr/local/include")]
+    try:
+        found = subprocess.run(
+            [host_compiler(), "-print-file-name=include"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        found = ""
+    return tuple(dirs + ([Path(found)] if found.startswith("/") else []))
 
 
 def _source_own_errors(results: dict[str, tuple[bool, str]], units: list[Unit]) -> bool:

@@ -57,3 +57,15 @@ def test_a_name_some_header_mentions_gets_the_fuller_build(tmp_path: Path) -> No
     assert only_own_undefined_names(NVCC, [headers])
     assert not only_own_undefined_names(GCC, [headers])
     assert not only_own_undefined_names(NVCC + SYNTAX, [headers])
+
+
+def test_the_fuller_build_sees_the_system_headers_torch_includes() -> None:
+    """`strtok` compiles under PyTorch's headers (they include <cstring>) though the source never
+    includes it: such a name is not the source's own error."""
+    from evaluator.build.engine import _fuller_headers
+    from evaluator.build.models import Unit, UnitKind
+
+    dirs = _fuller_headers([Unit(name="submission.cpp", code="", kind=UnitKind.CXX)])
+    log = "/tmp/k/submission.cpp:4:5: error: 'strtok' was not declared in this scope\n"
+    assert not only_own_undefined_names(log, dirs)
+    assert only_own_undefined_names(log.replace("strtok", "kjudge_nowhere_declared_x"), dirs)
