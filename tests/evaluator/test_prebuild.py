@@ -124,10 +124,17 @@ def test_children_build_with_the_parents_compiler(monkeypatch: pytest.MonkeyPatc
     """The ahead child looks up the parent's precompiled header and lite runtimes under its own
     compiler's key: with CXX=c++ in the parent only, it found neither and built every KernelBench
     candidate with PyTorch's headers (26 s on the H100)."""
+    from evaluator.build.toolchain import host_compiler
+
     cxx = shutil.which("c++") or shutil.which("g++")
     assert cxx is not None
     monkeypatch.setenv("CXX", Path(cxx).name)
-    env = child_env(tmp_path, tmp_path, Backend.CUDA)
+    host_compiler.cache_clear()  # read once per process: an earlier test may have read it
+    try:
+        env = child_env(tmp_path, tmp_path, Backend.CUDA)
+    finally:
+        monkeypatch.undo()
+        host_compiler.cache_clear()
     assert env["CXX"] == cxx
     code = "from evaluator.build.toolchain import host_compiler; print(host_compiler())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
