@@ -13,6 +13,7 @@ The parent runs no candidate or problem code and never initializes a GPU. It
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -509,6 +510,12 @@ def prebuild(
         )
     if _builds_inline(language, submission.source, target):
         return _prebuild_inline(submission, options, cache_dir, target, started)
+    if language is Language.TRITON:
+        from evaluator.triton_prebuild import prebuild_triton
+
+        ahead = prebuild_triton(problem, submission, options, cache_dir, target, started)
+        if ahead is not None:
+            return ahead
     if language not in NATIVE_LANGUAGES:
         return BuildOutcome(target=target, durations_s={"compile": 0.0})
     build = _build_native(submission, language, target, cache_dir, options)
@@ -596,32 +603,53 @@ def _ahead_child(
 ) -> AheadReport:
     from evaluator.build.ahead import AheadJob, AheadReport
 
-    scratch = Path(tempfile.mkdtemp(prefix="kjudge-ahead-", dir=options.scratch_root)).resolve()
-    try:
-        candidate = scratch / "kjudge_candidate.py"
-        candidate.write_text(submission.source)
-        job = AheadJob(
+    def job(candidate: Path, report: Path) -> AheadJob:
+        return AheadJob(
             candidate_path=candidate,
             target=target,
             inline_cache=cache_dir / "inline",
             pch_cache=_native_cache(cache_dir),
-            report_path=scratch / "ahead-report.json",
+            report_path=report,
             stub=stub,
         )
+
+    report, why_not = host_child(
+        "evaluator.build.ahead", job, submission, options, cache_dir, target, "inline"
+    )
+    return AheadReport(other_error=why_not) if report is None else AheadReport.model_validate(report)
+
+
+def host_child(
+    module: str,
+    make_job: Callable[[Path, Path], BaseModel],  # (candidate path, report path) -> job
+    submission: Submission,
+    options: EvalOptions,
+    cache_dir: Path,
+    target: Target,
+    writable_cache: str,
+) -> tuple[dict[str, object] | None, str]:
+    """Runs `python -m module JOB.json` on the candidate's source in a sandbox without a device,
+    writing only cache/`writable_cache`. Returns (the job's report as read back, "") or (None,
+    why there is none)."""
+    scratch = Path(tempfile.mkdtemp(prefix="kjudge-ahead-", dir=options.scratch_root)).resolve()
+    try:
+        candidate, report = scratch / "kjudge_candidate.py", scratch / "report.json"
+        candidate.write_text(submission.source)
+        job = make_job(candidate, report)
         (scratch / "job.json").write_text(job.model_dump_json())
         run = run_sandboxed(
-            [sys.executable, "-m", "evaluator.build.ahead", str(scratch / "job.json")],
+            [sys.executable, "-m", module, str(scratch / "job.json")],
             scratch=scratch,
             limits=Limits(wall_s=options.build_timeout_s, cpu_s=int(options.build_timeout_s * 8) + 60),
             gpu=False,
             env=child_env(scratch, cache_dir, target.backend),
             readonly_paths=_readonly_for_any_run(cache_dir),
-            writable_paths=[cache_dir / "inline"],
+            writable_paths=[cache_dir / writable_cache],
         )
         try:
-            return AheadReport.model_validate_json(job.report_path.read_text())
+            return json.loads(report.read_text()), ""
         except (OSError, ValueError):
-            return AheadReport(other_error=describe(run, Limits()) or "the build-ahead child left no report")
+            return None, describe(run, Limits()) or f"{module} left no report"
     finally:
         if not options.keep_scratch:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -13,11 +13,12 @@ import pytest
 from evaluator.api import child_env, evaluate, prebuild
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
-from evaluator.result import Backend, Language, Verdict
+from evaluator.result import Backend, Language, Target, Verdict
 
 from .conftest import CASES, EXAMPLES
 
 PROBLEM = Problem.from_file(EXAMPLES / "problem.py")
+REPO = Path(__file__).resolve().parents[2]
 # Whichever test runs first in a session builds the precompiled header: minutes on a loaded host.
 pytestmark = pytest.mark.timeout(900)
 
@@ -139,3 +140,52 @@ def test_children_build_with_the_parents_compiler(monkeypatch: pytest.MonkeyPatc
     code = "from evaluator.build.toolchain import host_compiler; print(host_compiler())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == cxx, out.stderr
+
+
+def test_triton_kernels_are_compiled_ahead_for_an_nvidia_target(cpu_options: EvalOptions) -> None:
+    """No GPU here: the ahead child compiles the candidate's kernel for sm_90 into the Triton
+    cache its run reads (TRITON_CACHE_DIR), from the problem's inputs on the meta device."""
+    from evaluator.build.triton_ahead import capability
+    from problems.catalog import get_builtin
+
+    assert (capability("sm_90"), capability("sm_90a"), capability("gfx942"), capability("x86_64")) == (
+        90,
+        90,
+        None,
+        None,
+    )
+    softmax = Problem.from_source(get_builtin("softmax").source, name="softmax")
+    sm90 = Target(backend=Backend.CUDA, arch="sm_90", device="NVIDIA H100 80GB HBM3")
+    kernel = (REPO / "problems" / "kernels" / "softmax" / "triton.py").read_text()
+    source = kernel.replace("row = tl.program_id(0)", "row = tl.program_id(0)  # ahead test", 1)
+    triton_cache = cpu_options.resolved_cache_dir() / "triton"
+    before = set(triton_cache.rglob("*.cubin"))
+    outcome = prebuild(softmax, Submission(source=source, language=Language.TRITON), cpu_options, target=sm90)
+    assert outcome.result is None and "compiled 1 Triton launch(es) ahead for sm_90" in outcome.log, (
+        outcome.log
+    )
+    # (with the host's one-time check's kernel beside it, when this test is the first to ask)
+    assert "softmax_kernel.cubin" in {p.name for p in set(triton_cache.rglob("*.cubin")) - before}
+    assert 0 < outcome.durations_s["compile_child"] <= outcome.durations_s["compile"]
+
+    # One that needs the device itself: nothing decided here, its run compiles (and judges) it.
+    needs_gpu = source.replace("y = torch.empty_like(x)", "y = torch.empty_like(x, device='cuda')", 1)
+    outcome = prebuild(
+        softmax, Submission(source=needs_gpu, language=Language.TRITON), cpu_options, target=sm90
+    )
+    assert outcome.result is None and "left to the run's JIT" in outcome.log, outcome.log
+
+
+def test_a_host_whose_triton_fails_the_check_leaves_triton_to_the_run(
+    cpu_options: EvalOptions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Triton whose JIT cannot be driven ahead (its internals change between releases) costs
+    Triton candidates no child that compiles nothing: they go to their run as before."""
+    from evaluator import triton_prebuild
+
+    monkeypatch.setattr(triton_prebuild, "_CHECKED", {})
+    monkeypatch.setattr(triton_prebuild, "_check", lambda *args: False)
+    sm90 = Target(backend=Backend.CUDA, arch="sm_90", device="NVIDIA H100 80GB HBM3")
+    source = (REPO / "problems" / "kernels" / "relu" / "triton.py").read_text()
+    outcome = prebuild(PROBLEM, Submission(source=source, language=Language.TRITON), cpu_options, target=sm90)
+    assert outcome.result is None and outcome.durations_s == {"compile": 0.0} and "Triton" not in outcome.log
