@@ -52,7 +52,7 @@ from evaluator.targets.detect import forget_probe, probe_target, torch_device
 
 if TYPE_CHECKING:
     from evaluator.build.ahead import AheadReport, StubFacts
-    from evaluator.build.models import BuildOutput
+    from evaluator.build.models import BuildOutput, TrustedToolchain
 
 # Environment variables a child may inherit from the parent (never the whole environment: it may
 # hold database URLs and keys). Device visibility, toolchain locations, library paths.
@@ -545,20 +545,21 @@ def _prebuild_inline(
     built anything, against the real one. Decides no verdict: whatever went wrong, the run meets
     it again and reports it as it always did."""
     from evaluator.build.engine import timed_step
-    from evaluator.build.prepare import ensure_toolchain
+    from evaluator.build.prepare import ensure_toolchain, trusted_toolchain
 
     log = ensure_toolchain(_native_cache(cache_dir), target.backend)
+    toolchain = trusted_toolchain(_native_cache(cache_dir), target.backend)
     if options.scratch_root is not None:
         options.scratch_root.mkdir(parents=True, exist_ok=True)
     (cache_dir / "inline").mkdir(parents=True, exist_ok=True)
     stub = _stub_facts(target)
     durations: dict[str, float] = {}
     with timed_step(durations, "compile_child"):
-        report = _ahead_child(submission, options, cache_dir, target, stub)
+        report = _ahead_child(submission, options, cache_dir, target, stub, toolchain)
     if stub is not None and report.other_error is not None and report.builds == 0:
         log += f"the stand-in torch could not import the candidate ({report.other_error}); importing it with torch\n"
         with timed_step(durations, "compile_torch_child"):
-            report = _ahead_child(submission, options, cache_dir, target, None)
+            report = _ahead_child(submission, options, cache_dir, target, None, toolchain)
     elapsed = time.monotonic() - started
     built = report.builds > 0 and report.build_error is None
     if built and report.stubbed:
@@ -599,7 +600,12 @@ def _stub_facts(target: Target) -> StubFacts | None:
 
 
 def _ahead_child(
-    submission: Submission, options: EvalOptions, cache_dir: Path, target: Target, stub: StubFacts | None
+    submission: Submission,
+    options: EvalOptions,
+    cache_dir: Path,
+    target: Target,
+    stub: StubFacts | None,
+    toolchain: TrustedToolchain,
 ) -> AheadReport:
     from evaluator.build.ahead import AheadJob, AheadReport
 
@@ -611,6 +617,7 @@ def _ahead_child(
             pch_cache=_native_cache(cache_dir),
             report_path=report,
             stub=stub,
+            toolchain=toolchain,
         )
 
     report, why_not = host_child(

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from evaluator.build.models import TrustedToolchain
 from evaluator.build.toolchain import TorchInfo
 from evaluator.result import Target
 
@@ -43,6 +44,8 @@ class AheadJob(BaseModel):
     # Import under the stand-in torch (evaluator/build/stub_torch.py), with the parent's facts
     # about the real one: the child then never imports torch (5-8 s of a busy compile host).
     stub: StubFacts | None = None
+    # The header and lite runtimes as the parent found them (evaluator/build/prepare.py).
+    toolchain: TrustedToolchain | None = None
 
 
 class AheadReport(BaseModel):
@@ -83,7 +86,7 @@ def _import_stubbed(job: AheadJob) -> AheadReport:
         def record(*args: Any, **kwargs: Any) -> Any:
             arguments = dict(zip(params, args, strict=False)) | kwargs
             spec = to_spec(job.target, arguments)
-            out = build_spec(spec, job.inline_cache, trusted_pch_cache=job.pch_cache)
+            out = build_spec(spec, job.inline_cache, trusted_pch_cache=job.pch_cache, trusted=job.toolchain)
             if not out.ok:
                 raise NativeBuildError(spec.module_name, out.log)
             report.builds += 1

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from evaluator.build import cache, commands, lite, pch
-from evaluator.build.models import BuildOutput, BuildSpec, Unit, UnitKind
+from evaluator.build.models import BuildOutput, BuildSpec, TrustedToolchain, Unit, UnitKind
 from evaluator.build.toolchain import (
     compiler_version,
     default_jobs,
@@ -366,14 +366,16 @@ def build_spec(
     timeout_s: float = 300,
     jobs: int | None = None,
     trusted_pch_cache: Path | None = None,
+    trusted: TrustedToolchain | None = None,
 ) -> BuildOutput:
     """Build `spec` in this process (or return the cached module) and publish it to the cache.
 
     `trusted_pch_cache`: a cache directory whose precompiled header the trusted parent built
     (read-only here); the build uses it if it is there and never builds one of its own, so that
     a candidate's process (load_inline in a run sandbox) cannot plant a header for later builds.
-    The lite runtime likewise: taken from there, never built here. Without it, both are built
-    under `cache_dir` when missing."""
+    The lite runtime likewise: taken from there, never built here. `trusted` names both as the
+    parent found them (then nothing is looked up). Without either, both are built under
+    `cache_dir` when missing."""
     start = time.monotonic()
     key = spec_key(spec)
     hit = cache.lookup(cache_dir, key)
@@ -384,14 +386,21 @@ def build_spec(
     pch_s = 0.0  # building the shared header (and the lite runtime) is not this build's time
     if trusted_pch_cache is not None:
         if needs_pch(spec):
-            pch_dir = pch.find_pch(trusted_pch_cache, host_compiler())
+            pch_dir = (
+                trusted.pch_dir if trusted is not None else pch.find_pch(trusted_pch_cache, host_compiler())
+            )
             log = (
                 ""
                 if pch_dir is not None
                 else f"no precompiled header from the parent for {host_compiler()}; building without it\n"
             )
         if spec.lite_units:
-            lite_dir = lite.find_runtime(trusted_pch_cache, lite_flavor(spec))
+            flavor = lite_flavor(spec)
+            lite_dir = (
+                trusted.lite.get(flavor.value)
+                if trusted is not None
+                else lite.find_runtime(trusted_pch_cache, flavor)
+            )
             if lite_dir is None:
                 log += "no lite runtime from the parent; building with PyTorch's headers\n"
     else:

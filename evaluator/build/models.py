@@ -94,3 +94,13 @@ class BuildJob(BaseModel):
     timeout_s: float = 300
     jobs: int | None = None
     torch: TorchInfo | None = None  # the parent's facts: the child need not import torch
+
+
+class TrustedToolchain(BaseModel):
+    """Where the trusted parent's precompiled header and lite runtimes are, as the parent found
+    them: a sandboxed child given these uses them as they are instead of looking them up under
+    keys of its own making (its compiler's path is part of those keys, and a child that resolves
+    another compiler than the parent's would find neither)."""
+
+    pch_dir: Path | None = None
+    lite: dict[str, Path] = {}  # Backend value -> runtime directory

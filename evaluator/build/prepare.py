@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluator.build import lite
-from evaluator.build.pch import ensure_pch
+from evaluator.build.models import TrustedToolchain
+from evaluator.build.pch import ensure_pch, find_pch
 from evaluator.build.toolchain import host_compiler
 from evaluator.result import Backend
 
@@ -37,3 +38,12 @@ def ensure_toolchain(cache_dir: Path, backend: Backend, timeout_s: float = 900) 
     for flavor in _flavors(backend):
         log += lite.ensure_runtime(cache_dir, flavor, timeout_s=timeout_s)[1]
     return log
+
+
+def trusted_toolchain(cache_dir: Path, backend: Backend) -> TrustedToolchain:
+    """Where `ensure_toolchain` left the header and the lite runtimes, for a sandboxed child."""
+    runtimes = {flavor.value: lite.find_runtime(Path(cache_dir), flavor) for flavor in _flavors(backend)}
+    return TrustedToolchain(
+        pch_dir=find_pch(Path(cache_dir), host_compiler()),
+        lite={flavor: path for flavor, path in runtimes.items() if path is not None},
+    )

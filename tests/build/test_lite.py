@@ -374,3 +374,22 @@ def test_a_torch_name_the_lite_api_lacks_is_built_with_pytorchs_headers(
     source = API_TOUR.replace("return out;\n}", 'TORCH_WARN_ONCE("kept");\n    return out;\n}', 1)
     out = _build(source + f"// {time.time_ns()}\n", cpu_target, build_cache)
     assert out.ok and LITE_NOTE not in out.log and "building with PyTorch's headers" in out.log, out.log
+
+
+def test_a_child_given_the_parents_toolchain_uses_it_as_found(
+    build_cache: Path, cpu_target: Target, tmp_path: Path
+) -> None:
+    """The ahead child takes the header and the lite runtime where the parent found them, even
+    where its own lookup would find nothing (another compiler's path, say, keys them elsewhere)."""
+    from evaluator.build.models import TrustedToolchain
+
+    runtime, _ = lite.ensure_runtime(build_cache, Backend.CPU)
+    pch_dir, _ = ensure_pch(build_cache, host_compiler())
+    assert runtime is not None
+    nothing_here = tmp_path / "empty-cache"
+    nothing_here.mkdir()
+    source = SHAPE_CHECKS + f"// {time.time_ns()}\n"
+    spec = plan_inline(cpu_target, f"given_{time.time_ns()}", [source], [], {"forward": ""}, **FLAGS)
+    given = TrustedToolchain(pch_dir=pch_dir, lite={Backend.CPU.value: runtime})
+    out = build_spec(spec, build_cache, trusted_pch_cache=nothing_here, trusted=given)
+    assert out.ok and LITE_NOTE in out.log and "from the parent" not in out.log, out.log
