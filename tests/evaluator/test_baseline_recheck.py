@@ -243,10 +243,12 @@ def test_a_wrong_cached_baseline_is_remeasured_replaced_and_used(
 ) -> None:
     real, wrong, cache = _plant_wrong(measured_home, tmp_path)
     options = _options(tmp_path / "cache", recheck_every=1)
-    for _ in range(3):  # a drifted (contended) re-measurement changes nothing: the next use re-checks
+    # A drifted (contended) re-measurement, or two that disagree with each other on a busy host
+    # (unconfirmed), changes nothing: the next use re-checks.
+    for _ in range(3):
         result = _evaluate(options)
         assert result.baseline is not None
-        if result.baseline.recheck != CONTENDED:
+        if result.baseline.recheck not in (CONTENDED, UNCONFIRMED):
             break
     baseline, timing, speedup = result.baseline, result.timing, result.speedup
     assert baseline is not None and timing is not None and speedup is not None
