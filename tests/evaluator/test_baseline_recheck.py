@@ -255,11 +255,11 @@ def test_a_wrong_cached_baseline_is_remeasured_replaced_and_used(
     assert baseline.recheck == REPLACED and baseline.remeasured, result.logs.run[-1500:]
     assert baseline.replaced_eager_ms == wrong and baseline.replaced_compile_ms is None
     assert "baselines_confirm" in result.durations_s
-    # The cache holds the new value, near the real one (a factor of two: a loaded host's noise),
-    # and remembers what it replaced and why.
+    # The cache holds the new value, near the real one (a factor of three: a loaded shared host
+    # read 2.15x once; the planted value is 50x off), and remembers what it replaced and why.
     entry = cache.load(real.problem_id, real.device, real.torch_version)
     assert entry is not None and entry.eager_ms == baseline.eager_ms
-    assert baselines.agrees(entry.eager_ms, real.eager_ms, 1.0), (entry.eager_ms, real.eager_ms)
+    assert baselines.agrees(entry.eager_ms, real.eager_ms, 2.0), (entry.eager_ms, real.eager_ms)
     assert entry.history[-1].old_ms == wrong and entry.history[-1].new_ms == entry.eager_ms
     assert entry.last_check["outcome"] == REPLACED and entry.conditions[EAGER]["median_ms"] == entry.eager_ms
     # This result's speedup is against the new value.
