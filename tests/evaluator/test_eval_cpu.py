@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator import baselines
 from evaluator.api import evaluate
 from evaluator.options import EvalOptions, Submission
 from evaluator.problem import Problem
@@ -70,10 +71,31 @@ def test_cpp_correct_with_timing_and_baseline(cpu_options: EvalOptions) -> None:
         assert phase in result.durations_s
 
 
+def _baseline_cached_quietly(options: EvalOptions, tries: int = 4) -> None:
+    """Until the cache holds a quiet baseline of RELU: re-evaluate the C++ candidate. A shared
+    CI host can disturb a CPU timing even in the quiet lane; each disturbed baseline must then be
+    flagged and kept out of the cache, which is asserted on the way."""
+    root = baselines.BaselineCache(options.cache_dir).root  # type: ignore[arg-type]
+    for _ in range(tries):
+        if any(root.glob(f"{RELU.id}-*.json")):
+            return
+        result = run(options, EXAMPLES / "relu_cpp.cpp")
+        assert_verdict(result, Verdict.CORRECT)
+        assert result.baseline is not None
+        cached = any(root.glob(f"{RELU.id}-*.json"))
+        assert cached or result.baseline.contended, "a quiet baseline was measured and not cached"
+        assert not (cached and result.baseline.contended), "a contended baseline was cached"
+    if not any(root.glob(f"{RELU.id}-*.json")):
+        pytest.fail(
+            f"{tries} baselines of the ReLU problem in a row were contended: the host never went quiet"
+        )
+
+
 def test_triton_interpreter_correct(cpu_options: EvalOptions) -> None:
+    _baseline_cached_quietly(cpu_options)
     result = run(cpu_options, EXAMPLES / "relu_triton.py")
     assert_verdict(result, Verdict.CORRECT)
-    # The baseline was cached by the first evaluation of this problem on this device (the test
-    # above): no baseline child runs again, and the cached value is reported.
+    # The baseline was cached by an earlier, quiet evaluation of this problem on this device: no
+    # baseline child runs again, and the cached value is reported.
     assert "baselines_child" not in result.durations_s, result.durations_s
     assert result.baseline is not None and result.baseline.eager_ms
