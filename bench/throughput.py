@@ -277,6 +277,24 @@ def probe_row(row: dict[str, Any], kinds: dict[str, Candidate]) -> dict[str, Any
     }
 
 
+def timeline(rows: list[dict[str, Any]], kinds: dict[str, Candidate], t0: float) -> list[list[Any]]:
+    """Each backlog job as it went, by finish time: [language, kind, verdict, created, started,
+    finished (seconds from the window's start), gpu_wait, gpu_stage, compile]; what the busy
+    fraction and the per-stage medians summarise, to be read when they disagree."""
+    out = []
+    for row in rows:
+        c = kinds.get(row.get("id", ""))
+        d = (row.get("result") or {}).get("durations_s") or {}
+
+        def off(key: str, row: dict[str, Any] = row) -> float | None:
+            ts = _ts(row.get(key))
+            return None if ts is None else round(ts - t0, 3)
+
+        out.append([c.language if c else None, c.kind if c else None, row.get("verdict"), off("created_at"),
+                    off("started_at"), off("finished_at"), d.get("gpu_wait"), d.get("gpu_stage"), d.get("compile")])  # fmt: skip
+    return sorted(out, key=lambda r: r[5] if r[5] is not None else float("inf"))
+
+
 def verdict_table(rows: list[dict[str, Any]], kinds: dict[str, Candidate]) -> dict[str, Any]:
     by_kind: dict[str, dict[str, int]] = {}
     unexpected = []
@@ -456,6 +474,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 ),
                 1,
             ),  # fmt: skip
+            "timeline": timeline(in_window, kinds, t0),
         },
         "verdicts": verdict_table([*empty_rows, *rows], kinds),
         "timing_stability": stability(idle_rows, busy_rows),

@@ -130,9 +130,9 @@ def pipelined(specs: Sequence[WorkerSpec], pool_size: int | None = None) -> list
     of its own, consuming only this host's run queue of its target) and one compile pool, sized
     from the cores and memory left, consumes every eval queue they served."""
     host = os.environ.get("KJUDGE_WORKER_HOST") or socket.gethostname()
-    plan = pipeline.plan_cpus(
-        pipeline.available_cpus(), len(specs), pipeline.available_memory(), pool_override=pool_size
-    )
+    memory = pipeline.available_memory()
+    plan = pipeline.plan_cpus(pipeline.available_cpus(), len(specs), memory, pool_override=pool_size)
+    gpu_spares = pipeline.spares_per_gpu_stage(memory, len(specs))
     targets: dict[str, pipeline.StageTarget] = {}
     runs: list[WorkerSpec] = []
     for spec, cores in zip(specs, plan.run_cpus, strict=True):
@@ -141,7 +141,7 @@ def pipelined(specs: Sequence[WorkerSpec], pool_size: int | None = None) -> list
             known = targets.setdefault(target.run_queue, target)
             known.queues = _unique([*known.queues, *target.queues])
         defaults = {
-            "KJUDGE_WORKER_SPARES": str(pipeline.SPARES_PER_GPU_STAGE if spec.backend != "cpu" else 1),
+            "KJUDGE_WORKER_SPARES": str(gpu_spares if spec.backend != "cpu" else 1),
             "KJUDGE_WORKER_SPARE_CPUS": pipeline.format_cpus(plan.compile_cpus),
         }
         spares = {k: v for k, v in defaults.items() if k not in os.environ}  # the operator's win

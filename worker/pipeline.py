@@ -27,11 +27,16 @@ CORES_PER_RUN_STAGE = 2
 MEMORY_PER_COMPILE_BYTES = 2 << 30
 # Compiles yield the CPU to the run stages and the API.
 COMPILE_NICE = 10
-# Spare run children a GPU run stage keeps importing (on the compile cores): a spare takes ~4.5 s
-# to import and a small problem's GPU stage ~1 s, so four keep a backlog from waiting on one.
-# A CPU run stage keeps one: it is started only after its run (its imports would share the
-# cores a CPU timing measures).
-SPARES_PER_GPU_STAGE = 4
+# Spare run children a GPU run stage keeps importing (on the compile cores). Under a backlog every
+# GPU stage (~1.5-2 s for a small problem) uses one, and a spare imports for ~9.6 s on a 16-core
+# host whose compile pool is busy (the H100 throughput run at cc778d6): four supplied one every
+# ~2.4 s, so jobs waited on imports with the GPU idle (busy 0.475, 2.8 s a job against a 2.05 s
+# mean GPU stage). Eight supply one every ~1.2 s. A CPU run stage keeps one: it is started only
+# after its run (its imports would share the cores a CPU timing measures).
+SPARES_PER_GPU_STAGE = 8
+# An importing spare holds torch and dynamo, ~0.6 GiB resident; spares take at most a quarter of
+# the memory the compile pool sizes itself from.
+MEMORY_PER_SPARE_BYTES = 1 << 30
 
 
 class StageTarget(BaseModel):
@@ -117,6 +122,13 @@ def plan_cpus(
     by_memory = max(1, memory_bytes // memory_per_compile)
     pool = pool_override if pool_override else max(1, min(by_cores, by_memory))
     return CpuPlan(run_cpus=run_cpus, compile_cpus=compile_cpus, compile_pool=pool)
+
+
+def spares_per_gpu_stage(memory_bytes: int, run_stages: int) -> int:
+    """How many spares each GPU run stage keeps: SPARES_PER_GPU_STAGE, fewer where memory is
+    short (at least one)."""
+    by_memory = memory_bytes // 4 // (max(run_stages, 1) * MEMORY_PER_SPARE_BYTES)
+    return max(1, min(SPARES_PER_GPU_STAGE, by_memory))
 
 
 def available_cpus() -> list[int]:

@@ -36,6 +36,14 @@ def test_memory_bounds_the_pool() -> None:
     assert pipeline.plan_cpus(range(64), 1, 9 * GIB).compile_pool == 4  # 2 GiB a compile
 
 
+def test_spares_are_bounded_by_memory() -> None:
+    # 128 GiB, one GPU: the full count; 8 GiB shared by two GPUs: one each, never none.
+    assert pipeline.spares_per_gpu_stage(128 * GIB, 1) == pipeline.SPARES_PER_GPU_STAGE
+    assert pipeline.spares_per_gpu_stage(16 * GIB, 1) == 4
+    assert pipeline.spares_per_gpu_stage(8 * GIB, 2) == 1
+    assert pipeline.spares_per_gpu_stage(0, 8) == 1
+
+
 def test_eight_gpus_get_disjoint_cores_and_share_the_rest() -> None:
     plan = pipeline.plan_cpus(range(128), 8, 560 * GIB)
     flat = [c for cores in plan.run_cpus for c in cores]
@@ -80,7 +88,7 @@ def test_n_gpus_become_n_run_stages_behind_one_compile_pool(sixteen_cores: None,
     # Each stage keeps several spare run children, importing on the compile cores, not its own.
     for run in runs:
         env = run.child_env({})
-        assert int(env["KJUDGE_WORKER_SPARES"]) == pipeline.SPARES_PER_GPU_STAGE > 1
+        assert int(env["KJUDGE_WORKER_SPARES"]) == pipeline.spares_per_gpu_stage(128 * GIB, n) > 1
         assert pipeline.parse_cpus(env["KJUDGE_WORKER_SPARE_CPUS"]) == compile_spec.cpus
     targets = pipeline.load_targets(compile_spec.child_env({})["KJUDGE_WORKER_STAGE_TARGETS"])
     assert [(t.backend, t.run_queue, t.visibility) for t in targets] == [
