@@ -436,7 +436,8 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "headline": {
             "evaluations_per_hour": round(per_hour, 1),
             "p50_new_kernel_s": pct(empty_lat, 0.5),
-            "gpu_busy_fraction": busy_fraction(in_window, t0, window_end),
+            # The saturated probes run inside the window too: the GPU is as busy with them.
+            "gpu_busy_fraction": busy_fraction([*in_window, *busy_rows], t0, window_end),
         },
         "target": args.target,
         "seed": args.seed,
@@ -479,7 +480,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "verdicts": verdict_table([*empty_rows, *rows], kinds),
         "timing_stability": stability(idle_rows, busy_rows),
         "notes": "latency = server finished_at - created_at; busy = union of [finished - gpu_stage + "
-        "process_start, finished] "
+        "process_start, finished] for the backlog and the saturated stability probes submitted before it, "
         "over the backlog window (first created_at to last verdict, or the --duration cut-off)",
     }
 
@@ -537,12 +538,17 @@ def stability(idle: list[dict[str, Any]], saturated: list[dict[str, Any]]) -> di
     def medians(rows: list[dict[str, Any]]) -> list[float]:
         return [float(t["median_ms"]) for r in rows if (t := (r.get("result") or {}).get("timing"))]
 
+    def stages(rows: list[dict[str, Any]]) -> list[float | None]:
+        return [((r.get("result") or {}).get("durations_s") or {}).get("gpu_stage") for r in rows]
+
     a, b = medians(idle), medians(saturated)
     both = a + b
     return {
         "kernel": "relu 4x64 fp32 (problems/kernels/relu, KJUDGE_SMALL sizes)",
         "idle_median_ms": a,
         "saturated_median_ms": b,
+        # They hold the GPU at the backlog's start (the busy fraction counts them).
+        "saturated_gpu_stage_s": stages(saturated),
         "max_over_min": round(max(both) / min(both), 3) if both and min(both) > 0 else None,
         "saturated_over_idle": round(statistics.median(b) / statistics.median(a), 3) if a and b else None,
     }
